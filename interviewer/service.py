@@ -1,0 +1,91 @@
+"""The functions the CLI, the app and the tests share: one place that wires bank, store and scorer."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+
+from .bank import Bank, get_bank
+from .embeddings import get_embedder
+from .followups import rubric_follow_up
+from .scoring import Report, Rubric, RubricPitfall, RubricPoint, Scorer
+from .settings import Settings
+from .store import RubricStore
+
+
+def inline_rubric(
+    question_id: str,
+    question: str,
+    covers: list[str] | None = None,
+    pitfalls: list[dict] | None = None,
+    reference: str | None = None,
+) -> Rubric:
+    """A rubric given by its texts; a reference answer is split into points when no covers are given."""
+    texts = [c for c in (covers or []) if c and c.strip()]
+    if not texts and reference:
+        texts = split_reference(reference)
+    if not texts:
+        raise ValueError("an inline rubric needs `covers` (a list of texts) or a `reference` answer")
+    points = [RubricPoint(f"{question_id}.c{i}", t.strip()) for i, t in enumerate(texts, 1)]
+    pits = []
+    for i, p in enumerate(pitfalls or [], 1):
+        kind = p.get("kind", "misconception")
+        if kind not in ("omission", "misconception"):
+            raise ValueError(f"pitfall {i}: kind must be omission or misconception, not {kind!r}")
+        text = p["text"]
+        pits.append(RubricPitfall(
+            f"{question_id}.p{i}", text, kind,
+            claim=p.get("claim") or (text if kind == "misconception" else None),
+            correction=p.get("correction"), expects=p.get("expects") or (text if kind == "omission" else None),
+        ))
+    return Rubric(question_id, question, points, pits)
+
+
+def split_reference(reference: str) -> list[str]:
+    """Points of a model answer: its sentences, and the clauses of long ones."""
+    parts = [s.strip() for s in re.split(r"(?<=[.!?;])\s+|\n+", reference) if s.strip()]
+    return [p for p in parts if len(p.split()) >= 2] or [reference.strip()]
+
+
+class Interviewer:
+    """Bank, store and scorer for one set of settings; models and the index load on first use."""
+
+    def __init__(self, settings: Settings | None = None, bank: Bank | None = None):
+        self.settings = settings or Settings()
+        self.bank = bank or get_bank(self.settings.rubric_dir)
+        self.embedder = get_embedder(self.settings)
+        self.store = RubricStore(self.embedder, self.settings)
+        self.scorer = Scorer(self.embedder, self.settings.max_words)
+        self._synced = False
+        self._sync_lock = threading.Lock()
+
+    def ensure_index(self, progress: Callable[[int, int], None] | None = None) -> dict | None:
+        """Sync the rubric index with the bank once per process."""
+        if self._synced:
+            return None
+        with self._sync_lock:
+            if self._synced:
+                return None
+            stats = self.store.sync(self.bank, progress)
+            self._synced = True
+            return stats
+
+    def rubric(self, question_id: str) -> Rubric:
+        return Rubric.from_question(self.bank.get(question_id))
+
+    def score(self, question_id: str, answer: str) -> Report:
+        """Score an answer to a bank question, with rubric vectors from the store."""
+        rubric = self.rubric(question_id)
+        if not answer or not answer.strip():
+            report = self.scorer.score(rubric, answer)
+        else:
+            self.ensure_index()
+            report = self.scorer.score(rubric, answer, self.store.vectors_for(question_id))
+        report.follow_up = rubric_follow_up(rubric, report)
+        return report
+
+    def score_inline(self, rubric: Rubric, answer: str) -> Report:
+        report = self.scorer.score(rubric, answer)
+        report.follow_up = rubric_follow_up(rubric, report)
+        return report

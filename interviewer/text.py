@@ -1,0 +1,171 @@
+"""Splitting answers into units a person recognises, and the polarity cues that cosine cannot see.
+
+Every unit keeps its character span, so evidence shown to a user is always a substring of the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A piece of the answer: a sentence, clause, list item, code line or window of sentences."""
+
+    text: str
+    start: int
+    end: int
+    kind: str  # sentence | clause | item | code | window
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`A-Za-z0-9])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_LIST_ITEM = re.compile(r"\s*(?:[-*•]|\d+[.)])\s+")
+_CODE_HINT = re.compile(r"(\w+\(.*\)|=\s*\w|^\s*(for|if|def|class|import|with|return)\b)")
+_CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?=(?:but|whereas|while|although|though|so|and so|which means)\b)|\s+-{1,2}\s+|\s+—\s+")
+_WORD = re.compile(r"[A-Za-z_][\w.]*|\d+")
+_MIN_CHARS = 12
+
+
+def _spans(text: str, pattern: re.Pattern, start: int = 0) -> list[tuple[int, int]]:
+    spans, pos = [], 0
+    for m in pattern.finditer(text):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    out = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a:
+            out.append((start + a, start + b))
+    return out
+
+
+def _strip_marker(answer: str, a: int, b: int) -> int:
+    m = _LIST_ITEM.match(answer, a, b)
+    return m.end() if m else a
+
+
+def split_units(answer: str, window: int = 2) -> list[Unit]:
+    """Sentences, list items, code lines, clauses of long sentences, and windows of neighbours."""
+    units: list[Unit] = []
+    sentences: list[Unit] = []
+    in_fence = False
+    pos = 0
+    prose_lines: list[tuple[int, int]] = []
+
+    def flush_prose() -> None:
+        if not prose_lines:
+            return
+        a, b = prose_lines[0][0], prose_lines[-1][1]
+        for sa, sb in _spans(answer[a:b], _SENTENCE_END, a):
+            kind = "item" if _LIST_ITEM.match(answer, sa, sb) else "sentence"
+            sa = _strip_marker(answer, sa, sb)
+            if sb - sa >= 3:
+                sentences.append(Unit(answer[sa:sb], sa, sb, kind))
+        prose_lines.clear()
+
+    for line in answer.splitlines(keepends=True):
+        a, b = pos, pos + len(line.rstrip("\r\n"))
+        pos += len(line)
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            flush_prose()
+            in_fence = not in_fence
+            continue
+        if in_fence or (line.startswith(("    ", "\t")) and _CODE_HINT.search(line) and stripped):
+            flush_prose()
+            if stripped:
+                off = a + (len(line) - len(line.lstrip()))
+                sentences.append(Unit(stripped, off, off + len(stripped), "code"))
+            continue
+        prose_lines.append((a, b))
+    flush_prose()
+
+    units.extend(sentences)
+    for s in sentences:
+        if s.kind == "code" or len(s.text) < 60:
+            continue
+        parts = _spans(s.text, _CLAUSE_SPLIT, s.start)
+        if len(parts) > 1:
+            units.extend(Unit(answer[a:b], a, b, "clause") for a, b in parts if b - a >= _MIN_CHARS)
+    prose = [s for s in sentences if s.kind != "code"]
+    for i in range(len(prose) - window + 1):
+        first, last = prose[i], prose[i + window - 1]
+        if last.end - first.start < 600:
+            units.append(Unit(answer[first.start : last.end], first.start, last.end, "window"))
+    return units
+
+
+# -- polarity -------------------------------------------------------------------------------------
+NEGATIONS = {
+    "not", "no", "never", "none", "nothing", "neither", "nor", "without", "cannot", "can't", "cant",
+    "don't", "dont", "doesn't", "doesnt", "didn't", "isn't", "isnt", "aren't", "arent", "wasn't",
+    "won't", "wont", "shouldn't", "wouldn't", "couldn't", "mustn't", "needn't", "hasn't", "haven't",
+    "only",
+}
+_NEG_TOKEN = re.compile(r"[a-z]+(?:n't|n’t)|\b[a-z]+\b")
+
+
+def negation_count(text: str) -> int:
+    """Negation cues in `text` ("only" counts: it excludes everything else)."""
+    return sum(1 for tok in _NEG_TOKEN.findall(text.lower().replace("’", "'")) if tok in NEGATIONS)
+
+
+_AUX = re.compile(
+    r"\b(is|are|was|were|can|could|does|do|did|will|would|should|must|has|have|had|need|needs)\b(?!\s+not\b)",
+    re.IGNORECASE,
+)
+_NEG_PHRASE = re.compile(
+    r"\b(cannot|can't|can not|doesn't|does not|don't|do not|isn't|is not|aren't|are not|won't|will not|"
+    r"shouldn't|should not|must not|mustn't|need not|never|didn't|did not|wasn't|was not|hasn't|has not|haven't|have not)\b",
+    re.IGNORECASE,
+)
+_POSITIVE_OF = {
+    "cannot": "can", "can't": "can", "can not": "can", "doesn't": "does", "does not": "does", "don't": "do",
+    "do not": "do", "isn't": "is", "is not": "is", "aren't": "are", "are not": "are", "won't": "will",
+    "will not": "will", "shouldn't": "should", "should not": "should", "must not": "must", "mustn't": "must", "need not": "need", "never": "always", "didn't": "did",
+    "did not": "did", "wasn't": "was", "was not": "was", "hasn't": "has", "has not": "has",
+    "haven't": "have", "have not": "have",
+}
+
+
+def negate(sentence: str) -> str:
+    """A rough opposite of a short statement, for asking the embedder which side an answer is on."""
+    m = _NEG_PHRASE.search(sentence)
+    if m:
+        return sentence[: m.start()] + _POSITIVE_OF[m.group(0).lower()] + sentence[m.end() :]
+    m = _AUX.search(sentence)
+    if m:
+        return sentence[: m.end()] + " not" + sentence[m.end() :]
+    # No auxiliary: negate the first verb-like word after the subject ("X computes" -> "X does not compute").
+    words = sentence.split(" ")
+    for i, w in enumerate(words[1:], 1):
+        bare = w.lower().strip(",.")
+        if bare.endswith("s") and not bare.endswith("ss") and bare.isalpha() and len(bare) > 3 and i <= 6:
+            words[i] = "does not " + w[:-1]
+            return " ".join(words)
+    return "It is not true that " + sentence[0].lower() + sentence[1:]
+
+
+# -- key terms ------------------------------------------------------------------------------------
+def normalise_term(term: str) -> str:
+    return re.sub(r"[`()\s]+", "", term.lower()).strip(".")
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def term_positions(answer: str, term: str) -> list[int]:
+    """Character offsets where `term` occurs in the answer, ignoring case, backticks and brackets."""
+    norm = normalise_term(term)
+    if not norm:
+        return []
+    pattern = r"[`\s]*".join(re.escape(ch) for ch in norm if ch not in "`() ")
+    boundary_start = r"(?<![A-Za-z0-9_])" if norm[0].isalnum() else ""
+    boundary_end = r"(?![A-Za-z0-9])" if norm[-1].isalnum() else ""
+    return [m.start() for m in re.finditer(boundary_start + pattern + boundary_end, answer, re.IGNORECASE)]
