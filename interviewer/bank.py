@@ -42,6 +42,7 @@ class Pitfall(_Strict):
     text: str = Field(min_length=3)
     # misconception: the wrong claim as an answer would assert it, and the correct statement.
     claim: str | None = None
+    claims: list[str] = Field(default_factory=list)  # more phrasings of the wrong claim, as candidates say it
     correction: str | None = None
     # omission: the covers points whose absence is the pitfall, or a statement a good answer makes.
     covers: list[str] = Field(default_factory=list)

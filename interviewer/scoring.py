@@ -14,15 +14,19 @@ import numpy as np
 
 from .bank import Question
 from .embeddings import Embedder
-from .text import Unit, negate, negation_count, split_units, term_positions, words
+from .text import Unit, content_stems, negate, negation_count, split_units, term_positions
 
-# Global calibration of the method (not per question): similarities of MiniLM between a rubric
-# sentence and an answer sentence that states it sit well above 0.5; off-topic talk sits below 0.3.
-SIM_FLOOR = 0.30
-SIM_FULL = 0.75
+# How an answer covers a point is decided from six signals by a logistic model whose seven weights
+# were fitted once (bench/fit_cover_model.py, leave-one-question-out CV on the labelled dev set):
+# best cosine of an answer unit with the point; share of the point's key terms in the answer; share
+# of the point's content words (not already in the question) in the best unit, and in the whole
+# answer; cosine of the point with the question (points that restate the question are matched by any
+# on-topic talk); and whether the best unit is closer to this point than to any other of the rubric.
+COVER_WEIGHTS = np.array([1.02, 2.54, 1.24, 3.50, -0.51, 1.27])
+COVER_BIAS = -3.40
 COVER_THRESHOLD = 0.50
-TERM_WEIGHT = 0.15
-CLAIM_THRESHOLD = 0.60
+# Similarity above which an answer unit is "about" a claim; below it, polarity is not judged.
+CLAIM_THRESHOLD = 0.70
 MISCONCEPTION_PENALTY = 12.0
 DEFAULT_MAX_WORDS = 5000
 
@@ -45,6 +49,11 @@ class RubricPitfall:
     covers: list[str] = field(default_factory=list)
     key_terms: list[str] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)
+
+    @property
+    def all_claims(self) -> list[str]:
+        return ([self.claim] if self.claim else []) + self.claims
 
 
 @dataclass
@@ -65,7 +74,7 @@ class Rubric:
             [RubricPoint(p.id, p.text, list(p.key_terms)) for p in q.covers],
             [
                 RubricPitfall(p.id, p.text, p.kind, p.claim, p.correction, p.expects, list(p.covers),
-                              list(p.key_terms), list(getattr(p, "order", []) or []))
+                              list(p.key_terms), list(p.order), list(p.claims))
                 for p in q.pitfalls
             ],
             list(q.follow_ups),
@@ -117,8 +126,17 @@ class Report:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _calibrate(sim: float) -> float:
-    return float(np.clip((sim - SIM_FLOOR) / (SIM_FULL - SIM_FLOOR), 0.0, 1.0))
+@dataclass
+class _Context:
+    """One answer prepared for scoring: its units, their vectors and its content words."""
+
+    answer: str
+    units: list[Unit]
+    unit_vecs: np.ndarray
+    vecs: dict[str, np.ndarray]
+    point_matrix: np.ndarray  # unit x covers-point cosine
+    answer_stems: set[str]
+    question_stems: set[str]
 
 
 def _term_hits(answer: str, terms: list[str]) -> list[tuple[str, int]]:
@@ -172,13 +190,13 @@ class Scorer:
         units = split_units(answer)
         if not units:
             units = [Unit(answer.strip(), answer.index(answer.strip()), len(answer.rstrip()), "sentence")]
-        rubric_vecs = self._rubric_vectors(rubric, stored or {})
+        vecs = self._rubric_vectors(rubric, stored or {})
         unit_vecs = self.embedder.embed([u.text for u in units])
-        covers = [self._cover(i, p, answer, units, unit_vecs, rubric_vecs) for i, p in enumerate(rubric.covers, 1)]
-        pitfalls = [
-            self._pitfall(i, p, answer, units, unit_vecs, rubric_vecs, covers)
-            for i, p in enumerate(rubric.pitfalls, 1)
-        ]
+        points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
+        ctx = _Context(answer, units, unit_vecs, vecs, unit_vecs @ points, content_stems(answer),
+                       content_stems(rubric.question))
+        covers = [self._cover(i, p, ctx) for i, p in enumerate(rubric.covers, 1)]
+        pitfalls = [self._pitfall(i, p, ctx, covers) for i, p in enumerate(rubric.pitfalls, 1)]
         score = self._score(covers, pitfalls)
         message = None
         n_words = len(answer.split())
@@ -189,7 +207,9 @@ class Scorer:
 
     # Vectors for every rubric sentence the decisions need, taken from the store when it has them.
     def _rubric_vectors(self, rubric: Rubric, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        wanted: dict[str, str] = {}
+        wanted: dict[str, str] = {"__question__": rubric.question or "question"}
+        if rubric.question_id in stored:
+            stored = {**stored, "__question__": stored[rubric.question_id]}
         for p in rubric.covers:
             wanted[p.id] = p.text
             wanted[p.id + ":neg"] = negate(p.text)
@@ -198,8 +218,10 @@ class Scorer:
                 text = getattr(p, kind)
                 if text:
                     wanted[f"{p.id}:{kind}"] = text
-            if p.claim:
-                wanted[f"{p.id}:claim:neg"] = negate(p.claim)
+            for n, claim in enumerate(p.all_claims):
+                key = f"{p.id}:claim" if n == 0 else f"{p.id}:claim{n}"
+                wanted[key] = claim
+                wanted[key + ":neg"] = negate(claim)
             if p.expects:
                 wanted[f"{p.id}:expects:neg"] = negate(p.expects)
         missing = [k for k in wanted if k not in stored]
@@ -208,28 +230,36 @@ class Scorer:
             vecs.update(zip(missing, self.embedder.embed([wanted[k] for k in missing]), strict=True))
         return vecs
 
-    def _best_unit(self, target: np.ndarray, units: list[Unit], unit_vecs: np.ndarray) -> tuple[int, float]:
-        sims = unit_vecs @ target
+    def _best_unit(self, target: np.ndarray, ctx: _Context) -> tuple[int, float]:
+        sims = ctx.unit_vecs @ target
         # A window must beat its own sentences clearly to be the evidence: shorter quotes read better.
-        penalty = np.array([0.03 if u.kind == "window" else 0.0 for u in units])
+        penalty = np.array([0.03 if u.kind == "window" else 0.0 for u in ctx.units])
         i = int(np.argmax(sims - penalty))
         return i, float(sims[i])
 
-    def _statement(self, key: str, text: str, terms: list[str], answer: str, units, unit_vecs, vecs):
-        """How strongly the answer states `text`, whether it states the opposite, and where."""
-        i, sim = self._best_unit(vecs[key], units, unit_vecs)
-        hits = _term_hits(answer, terms)
-        strength = _calibrate(sim)
-        if terms:
-            strength = min(1.0, strength + TERM_WEIGHT * len(hits) / len(terms) * (1.0 if sim > SIM_FLOOR else 0.0))
-        unit = units[i]
-        contradicted = sim >= CLAIM_THRESHOLD and _opposes(unit_vecs[i], vecs[key], vecs[key + ":neg"], unit.text, text)
-        return strength, contradicted, unit
-
-    def _cover(self, index, point: RubricPoint, answer, units, unit_vecs, vecs) -> CoverResult:
-        strength, contradicted, unit = self._statement(
-            point.id, point.text, point.key_terms, answer, units, unit_vecs, vecs
+    def _statement(self, key: str, text: str, terms: list[str], ctx: _Context, own_column: int | None = None):
+        """How likely the answer states `text` (0-1), whether it states the opposite, and where."""
+        i, sim = self._best_unit(ctx.vecs[key], ctx)
+        unit = ctx.units[i]
+        terms_found = len(_term_hits(ctx.answer, terms)) / len(terms) if terms else 0.0
+        stems = content_stems(text) - ctx.question_stems
+        in_unit = len(stems & content_stems(unit.text)) / len(stems) if stems else 0.0
+        in_answer = len(stems & ctx.answer_stems) / len(stems) if stems else 0.0
+        to_question = float(ctx.vecs["__question__"] @ ctx.vecs[key])
+        row = ctx.point_matrix[i]
+        if own_column is None:
+            exclusive = float(sim >= row.max()) if row.size else 1.0
+        else:
+            exclusive = float(int(np.argmax(row)) == own_column)
+        features = np.array([sim, terms_found, in_unit, in_answer, to_question, exclusive])
+        strength = 1.0 / (1.0 + np.exp(-(features @ COVER_WEIGHTS + COVER_BIAS)))
+        contradicted = sim >= CLAIM_THRESHOLD and _opposes(
+            ctx.unit_vecs[i], ctx.vecs[key], ctx.vecs[key + ":neg"], unit.text, text
         )
+        return float(strength), contradicted, unit
+
+    def _cover(self, index, point: RubricPoint, ctx: _Context) -> CoverResult:
+        strength, contradicted, unit = self._statement(point.id, point.text, point.key_terms, ctx, index - 1)
         covered = strength >= COVER_THRESHOLD and not contradicted
         show = covered or contradicted
         return CoverResult(
@@ -237,13 +267,13 @@ class Scorer:
             unit.text if show else None, (unit.start, unit.end) if show else None,
         )
 
-    def _pitfall(self, index, pit: RubricPitfall, answer, units, unit_vecs, vecs, covers) -> PitfallResult:
+    def _pitfall(self, index, pit: RubricPitfall, ctx: _Context, covers) -> PitfallResult:
         correction = pit.correction or pit.expects or pit.text
         flagged, evidence = False, None
         if pit.order:
-            flagged, evidence = _order_violation(pit.order, answer, units)
+            flagged, evidence = _order_violation(pit.order, ctx.answer, ctx.units)
         if not flagged and pit.kind == "misconception" and pit.claim:
-            flagged, evidence = self._asserts(pit, units, unit_vecs, vecs)
+            flagged, evidence = self._asserts(pit, ctx)
         elif not flagged and pit.kind == "omission":
             linked = [c for c in covers if c.id in pit.covers]
             if linked:
@@ -252,34 +282,35 @@ class Scorer:
                 if wrong is not None:
                     evidence = (wrong.evidence, wrong.evidence_span)
             elif pit.expects:
-                strength, contradicted, unit = self._statement(
-                    f"{pit.id}:expects", pit.expects, pit.key_terms, answer, units, unit_vecs, vecs
-                )
+                strength, contradicted, unit = self._statement(f"{pit.id}:expects", pit.expects, pit.key_terms, ctx)
                 flagged = contradicted or strength < COVER_THRESHOLD
                 if contradicted:
                     evidence = (unit.text, (unit.start, unit.end))
             elif pit.key_terms:
-                flagged = not _term_hits(answer, pit.key_terms)
+                flagged = not _term_hits(ctx.answer, pit.key_terms)
         text, span = evidence if evidence else (None, None)
         return PitfallResult(pit.id, index, pit.text, pit.kind, flagged, text, correction, span)
 
-    def _asserts(self, pit: RubricPitfall, units, unit_vecs, vecs):
-        claim = vecs[f"{pit.id}:claim"]
-        neg = vecs[f"{pit.id}:claim:neg"]
-        corr = vecs.get(f"{pit.id}:correction")
-        sims = unit_vecs @ claim
-        best = None
-        for i in np.argsort(-sims):
-            sim = float(sims[i])
-            if sim < CLAIM_THRESHOLD:
-                break
-            u = units[i]
-            if _opposes(unit_vecs[i], claim, neg, u.text, pit.claim):
+    def _asserts(self, pit: RubricPitfall, ctx: _Context):
+        """Whether some unit asserts one of the wrong claims: close to it, with the claim's polarity
+        (an explicit denial has the opposite parity of negation cues), and closer to the claim than to
+        the correction. Claims written as code are not compared: MiniLM matches the correct call
+        (`torch.save(model.state_dict())`) to the wrong one (`model = torch.load(PATH)`) at 0.9+."""
+        corr = ctx.vecs.get(f"{pit.id}:correction")
+        best, best_sim = None, 0.0
+        for n, text in enumerate(pit.all_claims):
+            if "`" in text or "(" in text:
                 continue
-            if corr is not None and float(unit_vecs[i] @ corr) > sim:
-                continue
-            best = u
-            break
+            claim = ctx.vecs[f"{pit.id}:claim" if n == 0 else f"{pit.id}:claim{n}"]
+            sims = ctx.unit_vecs @ claim
+            for i in np.flatnonzero(sims >= CLAIM_THRESHOLD):
+                u = ctx.units[i]
+                if negation_count(u.text) % 2 != negation_count(text) % 2:
+                    continue
+                if corr is not None and float(sims[i]) <= float(ctx.unit_vecs[i] @ corr):
+                    continue
+                if sims[i] > best_sim:
+                    best, best_sim = u, float(sims[i])
         if best is None:
             return False, None
         return True, (best.text, (best.start, best.end))
@@ -321,6 +352,3 @@ def _order_violation(order: list[str], answer: str, units: list[Unit]):
         unit = min(both, key=lambda u: u.end - u.start)
     return True, (unit.text, (unit.start, unit.end))
 
-
-def content_words(text: str) -> set[str]:
-    return {w for w in words(text) if len(w) > 2}

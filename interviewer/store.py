@@ -58,12 +58,14 @@ def question_items(q: Question) -> Iterator[Item]:
         yield Item(f"{point.id}:neg", negate(point.text), q.id, "negation", n, q.topic)
     for n, pit in enumerate(q.pitfalls, 1):
         yield Item(pit.id, pit.text, q.id, "pitfall", n, q.topic)
-        for kind in ("claim", "correction", "expects"):
-            text = getattr(pit, kind)
+        sentences = [("correction", pit.correction), ("expects", pit.expects), ("claim", pit.claim)]
+        sentences += [(f"claim{i}", text) for i, text in enumerate(pit.claims, 1)]
+        for key, text in sentences:
             if text:
-                yield Item(f"{pit.id}:{kind}", text, q.id, kind, n, q.topic)
-                if kind != "correction":
-                    yield Item(f"{pit.id}:{kind}:neg", negate(text), q.id, "negation", n, q.topic)
+                kind = "claim" if key.startswith("claim") else key
+                yield Item(f"{pit.id}:{key}", text, q.id, kind, n, q.topic)
+                if key != "correction":
+                    yield Item(f"{pit.id}:{key}:neg", negate(text), q.id, "negation", n, q.topic)
 
 
 @dataclass

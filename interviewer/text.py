@@ -112,7 +112,8 @@ _NEG_TOKEN = re.compile(r"[a-z]+(?:n't|n’t)|\b[a-z]+\b")
 
 def negation_count(text: str) -> int:
     """Negation cues in `text` ("only" counts: it excludes everything else)."""
-    return sum(1 for tok in _NEG_TOKEN.findall(text.lower().replace("’", "'")) if tok in NEGATIONS)
+    text = text.lower().replace("’", "'").replace("!=", " not ")
+    return sum(1 for tok in _NEG_TOKEN.findall(text) if tok in NEGATIONS)
 
 
 _AUX = re.compile(
@@ -169,3 +170,25 @@ def term_positions(answer: str, term: str) -> list[int]:
     boundary_start = r"(?<![A-Za-z0-9_])" if norm[0].isalnum() else ""
     boundary_end = r"(?![A-Za-z0-9])" if norm[-1].isalnum() else ""
     return [m.start() for m in re.finditer(boundary_start + pattern + boundary_end, answer, re.IGNORECASE)]
+
+
+_STOPWORDS = frozenset(
+    "the a an and or of to in on for with is are be by as it its that this which when what how why not no can "
+    "do does use used using from into their them they you your at if than then so also all any each eg e.g "
+    "was were has have had will would should could may might must just like very more most some such only "
+    "one two both other about over under between through these those there here we our us i me my".split()
+)
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper: enough to match "tracks"/"tracking"/"tracked" without a dictionary."""
+    w = word.lower().strip("._`()")
+    for suffix in ("ing", "es", "ed", "s"):
+        if len(w) > 4 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+def content_stems(text: str) -> set[str]:
+    """Stems of the words that carry content (no stop words, no short words)."""
+    return {stem(w) for w in re.findall(r"[A-Za-z_]\w*", text) if w.lower() not in _STOPWORDS and len(w) > 2}
