@@ -23,7 +23,7 @@ class Embedder(ABC):
 
     name: str = "embedder"
     batch_size: int = 64
-    cache_size: int = 4096
+    cache_size: int = 16384
 
     def __init__(self) -> None:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -116,7 +116,10 @@ class SentenceTransformerEmbedder(Embedder):
         device = pick_device(self.requested_device)
         if device == "cpu" and torch.get_num_threads() > 4:
             torch.set_num_threads(4)
-        return SentenceTransformer(str(self.model_path), device=device, local_files_only=True)
+        model = SentenceTransformer(str(self.model_path), device=device, local_files_only=True)
+        # MiniLM was trained on 128 tokens; longer windows only cost time.
+        model.max_seq_length = min(model.max_seq_length or 128, 128)
+        return model
 
     @property
     def device(self) -> str:

@@ -88,13 +88,12 @@ def evaluate_mohler(scorer: Scorer, path: Path, fit_assignments=range(1, 7)) -> 
     """Pearson r and RMSE by the benchmark's protocol: calibration fitted on assignments 1-6 only."""
     rows = load_mohler(path)
     rubrics: dict[str, Rubric] = {}
-    raw = []
     for row in rows:
         qid = row["question_id"]
         if qid not in rubrics:
             rubrics[qid] = inline_rubric(f"mohler-{qid}", row["question"], reference=row["reference_answer"])
-        raw.append(scorer.score(rubrics[qid], row["student_answer_clean"] or row["student_answer"]).score)
-    raw_arr = np.array(raw, dtype=float)
+    jobs = [(rubrics[r["question_id"]], r["student_answer_clean"] or r["student_answer"], None) for r in rows]
+    raw_arr = np.array([report.score for report in scorer.score_many(jobs)], dtype=float)
     gold = np.array([float(r["score_avg"]) for r in rows])
     assignment = np.array([int(r["assignment"]) for r in rows])
     fit = np.isin(assignment, list(fit_assignments))

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from .followups import rubric_follow_up
 from .scoring import Rubric
 from .service import Interviewer, inline_rubric
 from .settings import Settings
@@ -43,20 +44,13 @@ def parse_line(svc: Interviewer, number: int, line: str) -> tuple[str, Rubric, s
 
 
 def grade_lines(svc: Interviewer, lines: Iterator[str], batch: int = 64, errors=sys.stderr) -> Iterator[dict]:
-    """Yield one result dict per good line. Answers are embedded a batch at a time."""
+    """Yield one result dict per good line, scoring a batch of answers at a time."""
     pending: list[tuple[str, Rubric, str]] = []
 
-    def flush():
-        # One encode call for every answer unit in the batch fills the embedder's cache.
-        from .text import split_units
-
-        texts = [u.text for _, _, a in pending for u in split_units(a[:200_000])]
-        svc.embedder.embed(texts)
-        for rid, rubric, answer in pending:
-            stored = svc.store.vectors_for(rubric.question_id) if rubric.question_id in svc.bank else None
-            report = svc.scorer.score(rubric, answer, stored)
-            from .followups import rubric_follow_up
-
+    def flush() -> Iterator[dict]:
+        jobs = [(rubric, answer, svc.store.vectors_for(rubric.question_id) if rubric.question_id in svc.bank else None)
+                for _, rubric, answer in pending]
+        for (rid, rubric, _), report in zip(pending, svc.scorer.score_many(jobs), strict=True):
             report.follow_up = rubric_follow_up(rubric, report)
             yield {"id": rid, **report.to_dict()}
         pending.clear()

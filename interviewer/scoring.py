@@ -27,6 +27,12 @@ COVER_BIAS = -3.40
 COVER_THRESHOLD = 0.50
 # Similarity above which an answer unit is "about" a claim; below it, polarity is not judged.
 CLAIM_THRESHOLD = 0.70
+# The score mixes how well each point is covered with two holistic signals a grader also uses:
+# cosine of the whole answer with the model answer, and the share of the model answer's content
+# words (beyond the question's) the answer uses. Weights chosen on Mohler assignments 1-6 only.
+SCORE_MIX = (0.5, 0.25, 0.25)
+# Maps the mix (about 0.15 for an empty-handed answer, 0.75 for a complete one) onto 0-100.
+SCORE_FLOOR, SCORE_CEIL = 0.15, 0.75
 MISCONCEPTION_PENALTY = 12.0
 DEFAULT_MAX_WORDS = 5000
 
@@ -65,6 +71,11 @@ class Rubric:
     covers: list[RubricPoint]
     pitfalls: list[RubricPitfall] = field(default_factory=list)
     follow_ups: list[str] = field(default_factory=list)
+    reference: str | None = None  # a model answer, for the holistic part of the score
+
+    @property
+    def reference_text(self) -> str:
+        return self.reference or " ".join(p.text for p in self.covers)
 
     @classmethod
     def from_question(cls, q: Question) -> Rubric:
@@ -78,6 +89,7 @@ class Rubric:
                 for p in q.pitfalls
             ],
             list(q.follow_ups),
+            q.model_answer,
         )
 
 
@@ -197,7 +209,11 @@ class Scorer:
                        content_stems(rubric.question))
         covers = [self._cover(i, p, ctx) for i, p in enumerate(rubric.covers, 1)]
         pitfalls = [self._pitfall(i, p, ctx, covers) for i, p in enumerate(rubric.pitfalls, 1)]
-        score = self._score(covers, pitfalls)
+        whole = self.embedder.embed([answer])[0]
+        holistic = float(whole @ vecs["__reference__"])
+        reference_stems = content_stems(rubric.reference_text) - ctx.question_stems
+        lexical = len(reference_stems & ctx.answer_stems) / len(reference_stems) if reference_stems else 0.0
+        score = self._score(covers, pitfalls, holistic, lexical)
         message = None
         n_words = len(answer.split())
         if truncated:
@@ -205,11 +221,24 @@ class Scorer:
         return Report(rubric.question_id, score, round(score / 20.0, 1), covers, pitfalls,
                       message=message, truncated=truncated, words=n_words)
 
+    def score_many(self, jobs: list[tuple[Rubric, str, dict | None]], chunk: int = 64) -> list[Report]:
+        """Score many answers; their units are embedded together, a chunk of answers at a time."""
+        reports: list[Report] = []
+        for start in range(0, len(jobs), chunk):
+            part = jobs[start : start + chunk]
+            texts = [u.text for _, answer, _ in part if answer and answer.strip()
+                     for u in split_units(truncate_words(answer, self.max_words)[0])]
+            self.embedder.embed(texts)  # one batched pass fills the cache that score() reads
+            reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)
+        return reports
+
     # Vectors for every rubric sentence the decisions need, taken from the store when it has them.
     def _rubric_vectors(self, rubric: Rubric, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        wanted: dict[str, str] = {"__question__": rubric.question or "question"}
+        wanted: dict[str, str] = {"__question__": rubric.question or "question", "__reference__": rubric.reference_text}
         if rubric.question_id in stored:
             stored = {**stored, "__question__": stored[rubric.question_id]}
+        if f"{rubric.question_id}:model" in stored:
+            stored = {**stored, "__reference__": stored[f"{rubric.question_id}:model"]}
         for p in rubric.covers:
             wanted[p.id] = p.text
             wanted[p.id + ":neg"] = negate(p.text)
@@ -315,11 +344,13 @@ class Scorer:
             return False, None
         return True, (best.text, (best.start, best.end))
 
-    def _score(self, covers: list[CoverResult], pitfalls: list[PitfallResult]) -> int:
+    def _score(self, covers: list[CoverResult], pitfalls: list[PitfallResult], holistic: float, lexical: float) -> int:
         if not covers:
             return 0
-        content = sum(0.0 if c.contradicted else (c.strength if c.covered else 0.5 * c.strength) for c in covers)
-        score = 100.0 * content / len(covers)
+        content = sum(0.0 if c.contradicted else c.strength for c in covers) / len(covers)
+        w_content, w_holistic, w_lexical = SCORE_MIX
+        mix = w_content * content + w_holistic * max(holistic, 0.0) + w_lexical * lexical
+        score = 100.0 * (mix - SCORE_FLOOR) / (SCORE_CEIL - SCORE_FLOOR)
         score -= MISCONCEPTION_PENALTY * sum(1 for p in pitfalls if p.flagged and p.kind == "misconception")
         return int(round(float(np.clip(score, 0, 100))))
 

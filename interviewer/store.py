@@ -52,6 +52,7 @@ def bank_items(bank: Bank) -> Iterator[Item]:
 
 def question_items(q: Question) -> Iterator[Item]:
     yield Item(f"{q.id}", q.question, q.id, "question", 0, q.topic)
+    yield Item(f"{q.id}:model", q.model_answer, q.id, "model_answer", 0, q.topic)
     for n, point in enumerate(q.covers, 1):
         yield Item(point.id, point.text, q.id, "cover", n, q.topic)
         # The scorer asks which of a statement and its opposite an answer sides with.

@@ -1,0 +1,1 @@
+"""Gradio screens built on the library's plain functions."""

@@ -1,0 +1,53 @@
+"""The Gradio app: one Blocks with a tab per mode, built on the library's functions."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import gradio as gr
+
+from ..bank import get_bank
+from ..settings import Settings
+from .bank_browser import build_bank_tab
+from .score_tab import build_score_tab
+
+log = logging.getLogger(__name__)
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def build_app(settings: Settings | None = None) -> gr.Blocks:
+    settings = settings or Settings()
+    bank = get_bank(settings.rubric_dir)
+    with gr.Blocks(title="Interviewer") as demo:
+        gr.Markdown("# Interviewer\nPractice technical interviews with rubric-based feedback, all on this machine.")
+        with gr.Tabs():
+            build_score_tab(bank, settings)
+            build_bank_tab(bank)
+    return demo
+
+
+def parse_auth(value: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        user, sep, password = item.partition(":")
+        if not sep or not user or not password:
+            raise ValueError("INTERVIEWER_AUTH must look like user:password[,user2:password2]")
+        pairs.append((user, password))
+    return pairs
+
+
+def launch(demo: gr.Blocks, settings: Settings) -> None:
+    host, port = settings.server_name, settings.server_port
+    try:
+        auth = parse_auth(settings.auth) or None
+    except ValueError as exc:
+        sys.exit(f"error: {exc}")
+    if host not in LOOPBACK and not auth:
+        sys.exit(
+            f"error: refusing to serve on {host} without credentials. Set INTERVIEWER_AUTH=user:password, "
+            "or leave GRADIO_SERVER_NAME at 127.0.0.1."
+        )
+    demo.queue(default_concurrency_limit=4).launch(
+        server_name=host, server_port=port, auth=auth, show_error=False, share=False,
+    )

@@ -1,0 +1,132 @@
+"""The scorer with the real bundled model and a real Chroma index on disk."""
+
+import json
+
+import numpy as np
+import pytest
+
+from interviewer.embeddings import Embedder
+from interviewer.scoring import Scorer
+from interviewer.service import inline_rubric
+
+from .conftest import run_cli
+
+STRONG_TRAINING_LOOP = """\
+For each epoch I iterate over the DataLoader to get batches of inputs and targets.
+I run the forward pass, outputs = model(inputs), and compute the loss with criterion(outputs, targets).
+Then optimizer.zero_grad() clears the old gradients, loss.backward() computes the gradients of the loss
+with respect to the parameters, and optimizer.step() updates the parameters using those gradients.
+"""
+
+
+def _assert_evidence_is_quoted_from(report, answer):
+    for item in [*report.covers, *report.pitfalls]:
+        if item.evidence is not None:
+            assert item.evidence in answer, item.id
+
+
+def test_a_strong_answer_covers_every_point_with_evidence_from_the_answer(service):
+    report = service.score("training-loop", STRONG_TRAINING_LOOP)
+    assert [c.covered for c in report.covers] == [True] * 5
+    _assert_evidence_is_quoted_from(report, STRONG_TRAINING_LOOP)
+    assert "backward" in report.covers[3].evidence
+    assert not any(p.flagged for p in report.pitfalls)
+    assert report.score >= 70 and report.grade >= 3.5
+
+
+def test_an_off_topic_answer_covers_nothing_and_scores_low(service):
+    answer = "I mostly use Keras. Our team deploys models on Kubernetes and tracks experiments in a spreadsheet."
+    report = service.score("training-loop", answer)
+    assert not any(c.covered for c in report.covers)
+    assert report.score < 30
+    flagged = {p.id for p in report.pitfalls if p.flagged}
+    assert "training-loop.p1" in flagged  # zero_grad never mentioned: an omission
+
+
+def test_a_correct_negation_is_not_flagged_but_the_misconception_is(service):
+    correct = "NumPy cannot use the GPU by itself; for GPU arrays you need another library such as CuPy."
+    wrong = "NumPy arrays can run directly on the GPU, you just pass the device when you create the array."
+    ok = {p.id: p for p in service.score("tensors-vs-numpy", correct).pitfalls}
+    bad = {p.id: p for p in service.score("tensors-vs-numpy", wrong).pitfalls}
+    assert not ok["tensors-vs-numpy.p2"].flagged
+    assert bad["tensors-vs-numpy.p2"].flagged
+    assert bad["tensors-vs-numpy.p2"].evidence in wrong
+    assert "CPU" in bad["tensors-vs-numpy.p2"].correction
+
+
+def test_step_before_backward_is_flagged_by_order_with_both_calls_in_the_evidence(service):
+    answer = "In the loop: optimizer.zero_grad(), then optimizer.step() to update, then loss.backward()."
+    pit = {p.id: p for p in service.score("training-loop", answer).pitfalls}["training-loop.p2"]
+    assert pit.flagged
+    assert "step" in pit.evidence and "backward" in pit.evidence
+
+
+def test_a_point_stated_the_other_way_round_is_contradicted_not_covered(embedder):
+    rubric = inline_rubric("numpy", "Can NumPy arrays run on a GPU?", covers=["NumPy arrays cannot run on the GPU."])
+    report = Scorer(embedder).score(rubric, "NumPy arrays can run on the GPU.")
+    point = report.covers[0]
+    assert point.contradicted and not point.covered
+    assert point.evidence == "NumPy arrays can run on the GPU."
+
+
+class ExplodingEmbedder(Embedder):
+    def embed_batch(self, texts):
+        raise AssertionError("the model must not be touched for an empty answer")
+
+
+@pytest.mark.parametrize("answer", ["", "   \n\t "])
+def test_an_empty_answer_scores_zero_with_a_message_without_touching_the_model(answer):
+    rubric = inline_rubric("q", "What is a tensor?", covers=["A tensor is a multi-dimensional array."])
+    report = Scorer(ExplodingEmbedder()).score(rubric, answer)
+    assert report.score == 0 and report.grade == 0.0
+    assert "empty" in report.message
+
+
+def test_a_very_long_answer_is_cut_at_the_limit_with_a_visible_note(embedder):
+    rubric = inline_rubric("q", "What is a tensor?", covers=["A tensor is a multi-dimensional array."])
+    answer = "A tensor is a multi-dimensional array. " + "filler words go on and on. " * 2000
+    report = Scorer(embedder, max_words=500).score(rubric, answer)
+    assert report.truncated and "500 words" in report.message
+    assert report.covers[0].covered
+
+
+def test_score_cli_json_has_the_contract_other_tools_rely_on(tmp_path):
+    answer_file = tmp_path / "answer.txt"
+    answer_file.write_text("autograd records operations on tensors in a dynamic graph and backward() applies "
+                           "the chain rule to get gradients of leaf tensors with requires_grad=True.")
+    out = run_cli("score", "--question", "autograd", "--answer-file", str(answer_file), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["question_id"] == "autograd"
+    assert 0 <= report["score"] <= 100 and 0.0 <= report["grade"] <= 5.0
+    cover = report["covers"][0]
+    assert set(cover) >= {"id", "index", "text", "covered", "contradicted", "strength", "evidence"}
+    assert cover["id"] == "autograd.c1" and cover["index"] == 1 and 0.0 <= cover["strength"] <= 1.0
+    pit = report["pitfalls"][0]
+    assert set(pit) >= {"id", "index", "text", "kind", "flagged", "evidence", "correction"}
+    assert pit["kind"] in ("omission", "misconception")
+    assert report["follow_up"]["source"] == "rubric" and report["follow_up"]["text"].endswith("?")
+
+
+def test_score_cli_explains_an_unknown_question_and_an_unreadable_file():
+    out = run_cli("score", "--question", "nope", "--answer", "x")
+    assert out.returncode == 2 and "bank list" in out.stderr
+    out = run_cli("score", "--question", "autograd", "--answer-file", "/nonexistent/answer.txt")
+    assert out.returncode == 2 and "Cannot read" in out.stderr
+
+
+def test_follow_up_targets_the_most_important_gap_without_giving_the_answer(service):
+    answer = "You loop over the DataLoader and call model(inputs) to get outputs."
+    report = service.score("training-loop", answer)
+    follow = report.follow_up
+    assert follow["source"] == "rubric"
+    assert follow["target"].startswith("training-loop.")
+    missed_texts = [c.text for c in report.covers if not c.covered]
+    assert all(text not in follow["text"] for text in missed_texts)
+
+
+def test_embedder_caches_repeated_texts_and_returns_unit_vectors(embedder):
+    first = embedder.embed(["a tensor is an array", "gradients flow backwards"])
+    again = embedder.embed(["gradients flow backwards"])
+    assert np.allclose(first[1], again[0])
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-4)
