@@ -25,11 +25,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("INTERVIEWER_RUBRICS", "", "Folder of rubric YAML files; empty means the bundled `rubrics/`."),
     Setting("INTERVIEWER_EMBED_MODEL", "", "Path of a sentence-transformers model; empty means the bundled all-MiniLM-L6-v2."),
     Setting("INTERVIEWER_DEVICE", "auto", "Device for the embedder: auto (cuda, then mps, then cpu), cuda, mps or cpu."),
-    Setting("INTERVIEWER_ASR_MODEL", "", "Path of a faster-whisper model; empty means the bundled Whisper tiny.en."),
     Setting("INTERVIEWER_MAX_WORDS", "5000", "Answers longer than this many words are cut (with a visible note) before scoring."),
     Setting("CHROMA_HOST", "", "Chroma server host; empty means an embedded store in the data directory."),
     Setting("CHROMA_PORT", "8000", "Chroma server port (used with CHROMA_HOST)."),
-    Setting("INTERVIEWER_DB_URL", "", "History database; empty means SQLite at <data directory>/history.sqlite3."),
     Setting("OPENAI_BASE_URL", "", "OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server, LM Studio)."),
     Setting("OPENAI_API_KEY", "", "API key for the endpoint; read from the environment only, never shown.", secret=True),
     Setting("INTERVIEWER_LLM_MODEL", "", "Model id for follow-ups; the LLM is used only when this is set."),
@@ -90,10 +88,6 @@ class Settings:
         return self.get("INTERVIEWER_DEVICE").lower()
 
     @property
-    def asr_model(self) -> str:
-        return self.get("INTERVIEWER_ASR_MODEL")
-
-    @property
     def max_words(self) -> int:
         return int(self.get("INTERVIEWER_MAX_WORDS"))
 
@@ -104,10 +98,6 @@ class Settings:
     @property
     def chroma_port(self) -> int:
         return int(self.get("CHROMA_PORT"))
-
-    @property
-    def db_url(self) -> str:
-        return self.get("INTERVIEWER_DB_URL")
 
     @property
     def llm_base_url(self) -> str:

@@ -1,0 +1,124 @@
+"""Scoring speed and memory: warm latency against its floor, batch throughput, cold start, peak RSS.
+
+The floor is the time to embed the same answer's units once with the same model, measured in the
+same run: the scorer can't beat it, so the ratio shows what scoring adds on top of the model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(ROOT))
+
+ANSWER_150 = (
+    "A training step starts by taking a batch of inputs and targets from the DataLoader, which batches and "
+    "shuffles the Dataset. The forward pass runs the model on the inputs to get predictions, and the loss "
+    "function compares them with the targets, for example cross entropy for classification. Before the "
+    "backward pass I call optimizer.zero_grad(), because PyTorch accumulates gradients in the .grad fields "
+    "by default. Then loss.backward() walks the autograd graph from the loss back to the parameters and "
+    "applies the chain rule. If training is unstable I clip the gradient norm right after backward. "
+    "Finally optimizer.step() updates every parameter from its gradient, with SGD or Adam. During "
+    "validation I switch to model.eval() and wrap the loop in torch.no_grad(), so dropout and batch norm "
+    "behave and no graph is built, which saves memory. At the end of each epoch I save the state_dict "
+    "when the validation loss improves."
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def cold_start_seconds(home: str) -> float:
+    """A fresh process: import, load the model, open the (already synced) index, score once."""
+    code = (
+        "import time; t=time.perf_counter(); from interviewer.service import Interviewer; "
+        "Interviewer().score('training-loop', 'zero_grad, backward, step'); print(time.perf_counter()-t)"
+    )
+    env = {**os.environ, "INTERVIEWER_HOME": home}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main(repeats: int = 30) -> None:
+    from interviewer.service import Interviewer
+    from interviewer.text import split_units
+
+    home = tempfile.mkdtemp(prefix="interviewer-bench-")
+    os.environ["INTERVIEWER_HOME"] = home
+    svc = Interviewer()
+    t0 = time.perf_counter()
+    svc.ensure_index()
+    sync_s = time.perf_counter() - t0
+    units = [u.text for u in split_units(ANSWER_150)]
+    svc.score("training-loop", ANSWER_150)  # warm: model loaded, rubric vectors cached
+
+    latencies, floors = [], []
+    for _ in range(repeats):
+        svc.embedder._cache.clear()  # each run embeds the answer again, as a new answer would
+        t = time.perf_counter()
+        svc.score("training-loop", ANSWER_150)
+        latencies.append(time.perf_counter() - t)
+        svc.embedder._cache.clear()
+        t = time.perf_counter()
+        svc.embedder.embed(units)
+        floors.append(time.perf_counter() - t)
+    p50, p95, floor = percentile(latencies, 0.5), percentile(latencies, 0.95), statistics.median(floors)
+
+    rows = [
+        ("answer", f"{len(ANSWER_150.split())} words, {len(units)} units", ""),
+        ("device", svc.embedder.device, ""),
+        ("index sync from empty (s)", f"{sync_s:.1f}", ""),
+        ("score warm p50 (ms)", f"{p50 * 1000:.0f}", "target <= 60"),
+        ("score warm p95 (ms)", f"{p95 * 1000:.0f}", ""),
+        ("floor: embed the units once (ms)", f"{floor * 1000:.0f}", "baseline"),
+        ("ratio p50 / floor", f"{p50 / floor:.2f}", "target <= 1.5"),
+    ]
+
+    mohler = SHARED / "benchmarks" / "mohler" / "mohler_2273.csv"
+    if mohler.exists():
+        from interviewer.evaluation import load_mohler
+        from interviewer.service import inline_rubric
+
+        data = load_mohler(mohler)
+        rubrics = {}
+        for r in data:
+            rubrics.setdefault(r["question_id"], inline_rubric(r["question_id"], r["question"],
+                                                                reference=r["reference_answer"]))
+        jobs = [(rubrics[r["question_id"]], r["student_answer_clean"] or r["student_answer"], None) for r in data]
+        svc.embedder._cache.clear()
+        t = time.perf_counter()
+        svc.scorer.score_many(jobs)
+        rate = len(jobs) / (time.perf_counter() - t)
+        rows.append(("grade throughput, Mohler 2273 (answers/s)", f"{rate:.1f}", "target >= 40"))
+    else:
+        rows.append(("grade throughput", "skipped: no ../shared/benchmarks/mohler", ""))
+
+    rows.append(("cold start to first score (s)", f"{cold_start_seconds(home):.1f}", ""))
+    rows.append(("peak RSS (MB)", f"{peak_rss_mb():.0f}", "target < 1500"))
+
+    print("\n## Scoring benchmark\n")
+    print("| measure | value | note |\n|---|---|---|")
+    for name, value, note in rows:
+        print(f"| {name} | {value} | {note} |")
+    out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "scoring.json").write_text(json.dumps({n: v for n, v, _ in rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
