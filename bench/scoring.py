@@ -36,7 +36,7 @@ ANSWER_150 = (
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def peak_rss_mb() -> float:
@@ -97,8 +97,9 @@ def main(repeats: int = 30) -> None:
         data = load_mohler(mohler)
         rubrics = {}
         for r in data:
-            rubrics.setdefault(r["question_id"], inline_rubric(r["question_id"], r["question"],
-                                                                reference=r["reference_answer"]))
+            rubrics.setdefault(
+                r["question_id"], inline_rubric(r["question_id"], r["question"], reference=r["reference_answer"])
+            )
         jobs = [(rubrics[r["question_id"]], r["student_answer_clean"] or r["student_answer"], None) for r in data]
         svc.embedder._cache.clear()
         t = time.perf_counter()

@@ -17,8 +17,15 @@ def _bank(settings: Settings):
 
 
 def _question_summary(q: Question) -> dict:
-    return {"id": q.id, "question": q.question, "topic": q.topic, "difficulty": q.difficulty,
-            "source": q.source, "covers": len(q.covers), "pitfalls": len(q.pitfalls)}
+    return {
+        "id": q.id,
+        "question": q.question,
+        "topic": q.topic,
+        "difficulty": q.difficulty,
+        "source": q.source,
+        "covers": len(q.covers),
+        "pitfalls": len(q.pitfalls),
+    }
 
 
 def cmd_bank_list(args, settings: Settings) -> int:
@@ -62,8 +69,10 @@ def cmd_bank_validate(args, settings: Settings) -> int:
     if bank.errors:
         print(f"{len(bank.errors)} problem(s); {len(bank.questions)} question(s) loaded fine.", file=sys.stderr)
         return 1
-    print(f"OK: {len(bank.questions)} questions, {sum(len(q.covers) for q in bank.questions)} covers points, "
-          f"{sum(len(q.pitfalls) for q in bank.questions)} pitfalls.")
+    print(
+        f"OK: {len(bank.questions)} questions, {sum(len(q.covers) for q in bank.questions)} covers points, "
+        f"{sum(len(q.pitfalls) for q in bank.questions)} pitfalls."
+    )
     return 0
 
 
@@ -73,8 +82,10 @@ def cmd_bank_import(args, settings: Settings) -> int:
     drafts = import_document(Path(args.file))
     out = Path(args.output) if args.output else Path("rubrics-draft") / Path(args.file).stem
     paths = write_drafts(drafts, out)
-    print(f"Wrote {len(paths)} draft question(s) to {out}/. Review the TODO fields, then run "
-          f"`python -m interviewer bank validate {out}`.")
+    print(
+        f"Wrote {len(paths)} draft question(s) to {out}/. Review the TODO fields, then run "
+        f"`python -m interviewer bank validate {out}`."
+    )
     return 0
 
 

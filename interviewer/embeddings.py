@@ -130,7 +130,10 @@ class SentenceTransformerEmbedder(Embedder):
 
         with torch.inference_mode():
             return self.model.encode(
-                texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                texts,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
                 show_progress_bar=False,
             )
 

@@ -43,8 +43,14 @@ class PRF:
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def row(self) -> dict:
-        return {"precision": round(self.precision, 3), "recall": round(self.recall, 3), "f1": round(self.f1, 3),
-                "tp": self.tp, "fp": self.fp, "fn": self.fn}
+        return {
+            "precision": round(self.precision, 3),
+            "recall": round(self.recall, 3),
+            "f1": round(self.f1, 3),
+            "tp": self.tp,
+            "fp": self.fp,
+            "fn": self.fn,
+        }
 
 
 def evaluate_dev(score: Callable[[str, str], Report], bank: Bank, path: Path) -> dict:
@@ -63,11 +69,17 @@ def evaluate_dev(score: Callable[[str, str], Report], bank: Bank, path: Path) ->
             by_kind[p.kind].add(p.flagged, p.index in gold_pits)
         ours.append(report.grade)
         human.append(row["grade"])
-        details.append({
-            "answer_id": row["answer_id"], "grade": report.grade, "human": row["grade"],
-            "covers": [c.index for c in report.covers if c.covered], "gold_covers": sorted(gold_covers),
-            "pitfalls": [p.index for p in report.pitfalls if p.flagged], "gold_pitfalls": sorted(gold_pits),
-        })
+        details.append(
+            {
+                "answer_id": row["answer_id"],
+                "grade": report.grade,
+                "human": row["grade"],
+                "covers": [c.index for c in report.covers if c.covered],
+                "gold_covers": sorted(gold_covers),
+                "pitfalls": [p.index for p in report.pitfalls if p.flagged],
+                "gold_pitfalls": sorted(gold_pits),
+            }
+        )
     return {
         "answers": len(rows),
         "covers": covers.row(),
@@ -102,11 +114,17 @@ def evaluate_mohler(scorer: Scorer, path: Path, fit_assignments=range(1, 7)) -> 
     test = ~fit
 
     def stats(mask):
-        return {"pearson": round(float(pearsonr(raw_arr[mask], gold[mask]).statistic), 3),
-                "rmse": round(float(np.sqrt(np.mean((pred[mask] - gold[mask]) ** 2))), 3), "n": int(mask.sum())}
+        return {
+            "pearson": round(float(pearsonr(raw_arr[mask], gold[mask]).statistic), 3),
+            "rmse": round(float(np.sqrt(np.mean((pred[mask] - gold[mask]) ** 2))), 3),
+            "n": int(mask.sum()),
+        }
 
-    return {"assignments_7_12": stats(test), "all": stats(np.ones_like(test)),
-            "calibration": {"slope": round(float(slope), 4), "intercept": round(float(intercept), 3)}}
+    return {
+        "assignments_7_12": stats(test),
+        "all": stats(np.ones_like(test)),
+        "calibration": {"slope": round(float(slope), 4), "intercept": round(float(intercept), 3)},
+    }
 
 
 def format_table(dev: dict | None, mohler: dict | None) -> str:
@@ -114,8 +132,10 @@ def format_table(dev: dict | None, mohler: dict | None) -> str:
     if dev:
         for part in ("covers", "omission", "misconception", "pitfalls"):
             r = dev[part]
-            lines.append(f"| PyTorch dev ({dev['answers']} answers) | {part} P / R / F1 | "
-                         f"{r['precision']:.2f} / {r['recall']:.2f} / {r['f1']:.2f} |")
+            lines.append(
+                f"| PyTorch dev ({dev['answers']} answers) | {part} P / R / F1 | "
+                f"{r['precision']:.2f} / {r['recall']:.2f} / {r['f1']:.2f} |"
+            )
         lines.append(f"| PyTorch dev | Spearman, grade vs human | {dev['spearman']:.2f} |")
     if mohler:
         for key, label in (("assignments_7_12", "assignments 7-12"), ("all", "all 2273")):

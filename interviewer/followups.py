@@ -14,9 +14,9 @@ _STOP = set(
 )
 
 _PITFALL_TEMPLATES = (
-    "You said: \"{quote}\". Walk me through why that holds, step by step.",
-    "Let's test that: \"{quote}\". What would you expect to see if you ran it?",
-    "I want to push on one thing you said: \"{quote}\". Are you sure? How would you check?",
+    'You said: "{quote}". Walk me through why that holds, step by step.',
+    'Let\'s test that: "{quote}". What would you expect to see if you ran it?',
+    'I want to push on one thing you said: "{quote}". Are you sure? How would you check?',
 )
 _GAP_TEMPLATES = (
     "What role does {topic} play here?",

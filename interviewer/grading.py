@@ -35,7 +35,9 @@ def parse_line(svc: Interviewer, number: int, line: str) -> tuple[str, Rubric, s
     if not isinstance(covers, list) or not all(isinstance(c, str) for c in covers):
         raise ValueError("`covers` must be a list of texts")
     pitfalls = row.get("pitfalls") or []
-    if not isinstance(pitfalls, list) or not all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in pitfalls):
+    if not isinstance(pitfalls, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("text"), str) for p in pitfalls
+    ):
         raise ValueError("`pitfalls` must be a list of {text, kind} objects")
     if not row.get("question") and not covers and not row.get("reference"):
         raise ValueError("needs `question_id`, or an inline rubric (`question` with `covers` or `reference`)")
@@ -48,8 +50,10 @@ def grade_lines(svc: Interviewer, lines: Iterator[str], batch: int = 64, errors=
     pending: list[tuple[str, Rubric, str]] = []
 
     def flush() -> Iterator[dict]:
-        jobs = [(rubric, answer, svc.store.vectors_for(rubric.question_id) if rubric.question_id in svc.bank else None)
-                for _, rubric, answer in pending]
+        jobs = [
+            (rubric, answer, svc.store.vectors_for(rubric.question_id) if rubric.question_id in svc.bank else None)
+            for _, rubric, answer in pending
+        ]
         for (rid, rubric, _), report in zip(pending, svc.scorer.score_many(jobs), strict=True):
             report.follow_up = rubric_follow_up(rubric, report)
             yield {"id": rid, **report.to_dict()}

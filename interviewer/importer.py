@@ -43,7 +43,9 @@ def _strip_instruction(text: str) -> str:
     text = re.sub(
         r"^(explain|describe|mention|highlight|emphasize|emphasise|detail|discuss|define|illustrate|"
         r"recommend|provide examples?( for)?|name|briefly differentiate|note)\s*(that|how|:)?\s*",
-        "", text, flags=re.I,
+        "",
+        text,
+        flags=re.I,
     )
     return text[:1].upper() + text[1:] if text else text
 

@@ -86,8 +86,18 @@ class Rubric:
             q.question,
             [RubricPoint(p.id, p.text, list(p.key_terms)) for p in q.covers],
             [
-                RubricPitfall(p.id, p.text, p.kind, p.claim, p.correction, p.expects, list(p.covers),
-                              list(p.key_terms), list(p.order), list(p.claims))
+                RubricPitfall(
+                    p.id,
+                    p.text,
+                    p.kind,
+                    p.claim,
+                    p.correction,
+                    p.expects,
+                    list(p.covers),
+                    list(p.key_terms),
+                    list(p.order),
+                    list(p.claims),
+                )
                 for p in q.pitfalls
             ],
             list(q.follow_ups),
@@ -165,9 +175,9 @@ def _term_hits(answer: str, terms: list[str]) -> list[tuple[str, int]]:
 def _unit_at(units: list[Unit], offset: int) -> Unit | None:
     best = None
     for u in units:
-        if u.start <= offset < u.end and u.kind in ("sentence", "item", "code", "clause"):
-            if best is None or (u.end - u.start) < (best.end - best.start):
-                best = u
+        inside = u.start <= offset < u.end and u.kind in ("sentence", "item", "code", "clause")
+        if inside and (best is None or (u.end - u.start) < (best.end - best.start)):
+            best = u
     return best
 
 
@@ -207,8 +217,9 @@ class Scorer:
         vecs = self._rubric_vectors(rubric, stored or {})
         unit_vecs = self.embedder.embed([u.text for u in units])
         points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
-        ctx = _Context(answer, units, unit_vecs, vecs, unit_vecs @ points, content_stems(answer),
-                       content_stems(rubric.question))
+        ctx = _Context(
+            answer, units, unit_vecs, vecs, unit_vecs @ points, content_stems(answer), content_stems(rubric.question)
+        )
         covers = [self._cover(i, p, ctx) for i, p in enumerate(rubric.covers, 1)]
         pitfalls = [self._pitfall(i, p, ctx, covers) for i, p in enumerate(rubric.pitfalls, 1)]
         whole = self.embedder.embed([answer])[0]
@@ -220,16 +231,28 @@ class Scorer:
         n_words = len(answer.split())
         if truncated:
             message = f"The answer was cut at {self.max_words} words for scoring; the rest was not read."
-        return Report(rubric.question_id, score, round(score / 20.0, 1), covers, pitfalls,
-                      message=message, truncated=truncated, words=n_words)
+        return Report(
+            rubric.question_id,
+            score,
+            round(score / 20.0, 1),
+            covers,
+            pitfalls,
+            message=message,
+            truncated=truncated,
+            words=n_words,
+        )
 
     def score_many(self, jobs: list[tuple[Rubric, str, dict | None]], chunk: int = 64) -> list[Report]:
         """Score many answers; their units are embedded together, a chunk of answers at a time."""
         reports: list[Report] = []
         for start in range(0, len(jobs), chunk):
             part = jobs[start : start + chunk]
-            texts = [u.text for _, answer, _ in part if answer and answer.strip()
-                     for u in split_units(truncate_words(answer, self.max_words)[0])]
+            texts = [
+                u.text
+                for _, answer, _ in part
+                if answer and answer.strip()
+                for u in split_units(truncate_words(answer, self.max_words)[0])
+            ]
             self.embedder.embed(texts)  # one batched pass fills the cache that score() reads
             reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)
         return reports
@@ -294,8 +317,14 @@ class Scorer:
         covered = strength >= COVER_THRESHOLD and not contradicted
         show = covered or contradicted
         return CoverResult(
-            point.id, index, point.text, covered, contradicted, round(strength, 3),
-            unit.text if show else None, (unit.start, unit.end) if show else None,
+            point.id,
+            index,
+            point.text,
+            covered,
+            contradicted,
+            round(strength, 3),
+            unit.text if show else None,
+            (unit.start, unit.end) if show else None,
         )
 
     def _pitfall(self, index, pit: RubricPitfall, ctx: _Context, covers) -> PitfallResult:
@@ -354,7 +383,7 @@ class Scorer:
         mix = w_content * content + w_holistic * max(holistic, 0.0) + w_lexical * lexical
         score = 100.0 * (mix - SCORE_FLOOR) / (SCORE_CEIL - SCORE_FLOOR)
         score -= MISCONCEPTION_PENALTY * sum(1 for p in pitfalls if p.flagged and p.kind == "misconception")
-        return int(round(float(np.clip(score, 0, 100))))
+        return round(float(np.clip(score, 0, 100)))
 
     def _empty(self, rubric: Rubric, message: str) -> Report:
         covers = [CoverResult(p.id, i, p.text, False, False, 0.0, None) for i, p in enumerate(rubric.covers, 1)]
@@ -384,4 +413,3 @@ def _order_violation(order: list[str], answer: str, units: list[Unit]):
     if both:
         unit = min(both, key=lambda u: u.end - u.start)
     return True, (unit.text, (unit.start, unit.end))
-

@@ -34,11 +34,16 @@ def inline_rubric(
         if kind not in ("omission", "misconception"):
             raise ValueError(f"pitfall {i}: kind must be omission or misconception, not {kind!r}")
         text = p["text"]
-        pits.append(RubricPitfall(
-            f"{question_id}.p{i}", text, kind,
-            claim=p.get("claim") or (text if kind == "misconception" else None),
-            correction=p.get("correction"), expects=p.get("expects") or (text if kind == "omission" else None),
-        ))
+        pits.append(
+            RubricPitfall(
+                f"{question_id}.p{i}",
+                text,
+                kind,
+                claim=p.get("claim") or (text if kind == "misconception" else None),
+                correction=p.get("correction"),
+                expects=p.get("expects") or (text if kind == "omission" else None),
+            )
+        )
     return Rubric(question_id, question, points, pits)
 
 

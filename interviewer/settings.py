@@ -23,16 +23,30 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("INTERVIEWER_HOME", "~/.interviewer", "Data directory: the Chroma index, the SQLite history, exports."),
     Setting("INTERVIEWER_RUBRICS", "", "Folder of rubric YAML files; empty means the bundled `rubrics/`."),
-    Setting("INTERVIEWER_EMBED_MODEL", "", "Path of a sentence-transformers model; empty means the bundled all-MiniLM-L6-v2."),
-    Setting("INTERVIEWER_DEVICE", "auto", "Device for the embedder: auto (cuda, then mps, then cpu), cuda, mps or cpu."),
-    Setting("INTERVIEWER_MAX_WORDS", "5000", "Answers longer than this many words are cut (with a visible note) before scoring."),
+    Setting(
+        "INTERVIEWER_EMBED_MODEL",
+        "",
+        "Path of a sentence-transformers model; empty means the bundled all-MiniLM-L6-v2.",
+    ),
+    Setting(
+        "INTERVIEWER_DEVICE", "auto", "Device for the embedder: auto (cuda, then mps, then cpu), cuda, mps or cpu."
+    ),
+    Setting(
+        "INTERVIEWER_MAX_WORDS",
+        "5000",
+        "Answers longer than this many words are cut (with a visible note) before scoring.",
+    ),
     Setting("CHROMA_HOST", "", "Chroma server host; empty means an embedded store in the data directory."),
     Setting("CHROMA_PORT", "8000", "Chroma server port (used with CHROMA_HOST)."),
     Setting("OPENAI_BASE_URL", "", "OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server, LM Studio)."),
-    Setting("OPENAI_API_KEY", "", "API key for the endpoint; read from the environment only, never shown.", secret=True),
+    Setting(
+        "OPENAI_API_KEY", "", "API key for the endpoint; read from the environment only, never shown.", secret=True
+    ),
     Setting("INTERVIEWER_LLM_MODEL", "", "Model id for follow-ups; the LLM is used only when this is set."),
     Setting("INTERVIEWER_LLM_TIMEOUT", "20", "Seconds to wait for the LLM to answer (connect timeout is 2 s)."),
-    Setting("INTERVIEWER_AUTH", "", "user:password pairs, comma-separated, required to bind to a non-loopback address."),
+    Setting(
+        "INTERVIEWER_AUTH", "", "user:password pairs, comma-separated, required to bind to a non-loopback address."
+    ),
     Setting("GRADIO_SERVER_NAME", "127.0.0.1", "Address the app binds to."),
     Setting("GRADIO_SERVER_PORT", "7860", "Port the app listens on."),
 )

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -179,8 +178,14 @@ class RubricStore:
                     embeddings=vectors.tolist(),
                     documents=[it.text for it in chunk],
                     metadatas=[
-                        {"question_id": it.question_id, "kind": it.kind, "number": it.number,
-                         "topic": it.topic, "hash": it.digest, "model": model}
+                        {
+                            "question_id": it.question_id,
+                            "kind": it.kind,
+                            "number": it.number,
+                            "topic": it.topic,
+                            "hash": it.digest,
+                            "model": model,
+                        }
                         for it in chunk
                     ],
                 )
@@ -208,7 +213,9 @@ class RubricStore:
         col = self.collection
         res = self._call(
             lambda: col.query(
-                query_embeddings=[vector.tolist()], n_results=k, where={"kind": kind},
+                query_embeddings=[vector.tolist()],
+                n_results=k,
+                where={"kind": kind},
                 include=["documents", "metadatas", "distances"],
             )
         )

@@ -22,7 +22,9 @@ class Unit:
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`A-Za-z0-9])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 _LIST_ITEM = re.compile(r"\s*(?:[-*•]|\d+[.)])\s+")
 _CODE_HINT = re.compile(r"(\w+\(.*\)|=\s*\w|^\s*(for|if|def|class|import|with|return)\b)")
-_CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?=(?:but|whereas|while|although|though|so|and so|which means)\b)|\s+-{1,2}\s+|\s+—\s+")
+_CLAUSE_SPLIT = re.compile(
+    r";\s+|,\s+(?=(?:but|whereas|while|although|though|so|and so|which means)\b)|\s+-{1,2}\s+|\s+—\s+"
+)
 _WORD = re.compile(r"[A-Za-z_][\w.]*|\d+")
 _MIN_CHARS = 12
 
@@ -102,9 +104,36 @@ def split_units(answer: str, window: int = 2) -> list[Unit]:
 
 # -- polarity -------------------------------------------------------------------------------------
 NEGATIONS = {
-    "not", "no", "never", "none", "nothing", "neither", "nor", "without", "cannot", "can't", "cant",
-    "don't", "dont", "doesn't", "doesnt", "didn't", "isn't", "isnt", "aren't", "arent", "wasn't",
-    "won't", "wont", "shouldn't", "wouldn't", "couldn't", "mustn't", "needn't", "hasn't", "haven't",
+    "not",
+    "no",
+    "never",
+    "none",
+    "nothing",
+    "neither",
+    "nor",
+    "without",
+    "cannot",
+    "can't",
+    "cant",
+    "don't",
+    "dont",
+    "doesn't",
+    "doesnt",
+    "didn't",
+    "isn't",
+    "isnt",
+    "aren't",
+    "arent",
+    "wasn't",
+    "won't",
+    "wont",
+    "shouldn't",
+    "wouldn't",
+    "couldn't",
+    "mustn't",
+    "needn't",
+    "hasn't",
+    "haven't",
     "only",
 }
 _NEG_TOKEN = re.compile(r"[a-z]+(?:n't|n’t)|\b[a-z]+\b")
@@ -122,15 +151,38 @@ _AUX = re.compile(
 )
 _NEG_PHRASE = re.compile(
     r"\b(cannot|can't|can not|doesn't|does not|don't|do not|isn't|is not|aren't|are not|won't|will not|"
-    r"shouldn't|should not|must not|mustn't|need not|never|didn't|did not|wasn't|was not|hasn't|has not|haven't|have not)\b",
+    r"shouldn't|should not|must not|mustn't|need not|never|didn't|did not|wasn't|was not|hasn't|has not|"
+    r"haven't|have not)\b",
     re.IGNORECASE,
 )
 _POSITIVE_OF = {
-    "cannot": "can", "can't": "can", "can not": "can", "doesn't": "does", "does not": "does", "don't": "do",
-    "do not": "do", "isn't": "is", "is not": "is", "aren't": "are", "are not": "are", "won't": "will",
-    "will not": "will", "shouldn't": "should", "should not": "should", "must not": "must", "mustn't": "must", "need not": "need", "never": "always", "didn't": "did",
-    "did not": "did", "wasn't": "was", "was not": "was", "hasn't": "has", "has not": "has",
-    "haven't": "have", "have not": "have",
+    "cannot": "can",
+    "can't": "can",
+    "can not": "can",
+    "doesn't": "does",
+    "does not": "does",
+    "don't": "do",
+    "do not": "do",
+    "isn't": "is",
+    "is not": "is",
+    "aren't": "are",
+    "are not": "are",
+    "won't": "will",
+    "will not": "will",
+    "shouldn't": "should",
+    "should not": "should",
+    "must not": "must",
+    "mustn't": "must",
+    "need not": "need",
+    "never": "always",
+    "didn't": "did",
+    "did not": "did",
+    "wasn't": "was",
+    "was not": "was",
+    "hasn't": "has",
+    "has not": "has",
+    "haven't": "have",
+    "have not": "have",
 }
 
 

@@ -66,6 +66,10 @@ def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: floa
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "interviewer", *args], capture_output=True, text=True, cwd=ROOT, env=full_env,
+        [sys.executable, "-m", "interviewer", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=full_env,
         timeout=timeout,
     )

@@ -8,9 +8,22 @@ from interviewer.importer import import_document
 from .conftest import ROOT, SHARED, run_cli
 
 SEED_IDS = [
-    "tensors-vs-numpy", "autograd", "requires-grad", "module-vs-functional", "custom-module", "training-loop",
-    "optimizers", "loss-functions", "dataset-dataloader", "gpu-device", "save-load", "no-grad",
-    "transfer-learning", "data-augmentation", "gradient-clipping", "train-vs-eval",
+    "tensors-vs-numpy",
+    "autograd",
+    "requires-grad",
+    "module-vs-functional",
+    "custom-module",
+    "training-loop",
+    "optimizers",
+    "loss-functions",
+    "dataset-dataloader",
+    "gpu-device",
+    "save-load",
+    "no-grad",
+    "transfer-learning",
+    "data-augmentation",
+    "gradient-clipping",
+    "train-vs-eval",
 ]
 
 GOOD = """\
@@ -99,7 +112,9 @@ def test_each_bad_file_gets_one_message_naming_file_and_field_and_the_rest_loads
     (tmp_path / "good.yaml").write_text(GOOD.format(qid="good"), encoding="utf-8")
     bad = tmp_path / name
     if content is None:
-        bad.write_bytes(GOOD.format(qid="latin").replace("the thing.", "the thing — café.").encode("latin-1", "replace"))
+        bad.write_bytes(
+            GOOD.format(qid="latin").replace("the thing.", "the thing — café.").encode("latin-1", "replace")
+        )
     else:
         bad.write_text(content, encoding="utf-8")
     bank = load_bank(tmp_path)

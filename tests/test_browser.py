@@ -13,14 +13,21 @@ from .conftest import ROOT, free_port, wait_for_port
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
 ]
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not shutil.which("chromium") and not os.path.exists(CHROMIUM),
-                       reason="Debian's chromium is not installed (.ci/run installs it)"),
+    pytest.mark.skipif(
+        not shutil.which("chromium") and not os.path.exists(CHROMIUM),
+        reason="Debian's chromium is not installed (.ci/run installs it)",
+    ),
 ]
 
 
@@ -28,8 +35,12 @@ pytestmark = [
 def app_url(tmp_path_factory):
     port = free_port()
     home = tmp_path_factory.mktemp("app-home")
-    env = {**os.environ, "INTERVIEWER_HOME": str(home), "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_SERVER_NAME": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "INTERVIEWER_HOME": str(home),
+        "GRADIO_SERVER_PORT": str(port),
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+    }
     for name in ("OPENAI_BASE_URL", "INTERVIEWER_LLM_MODEL", "CHROMA_HOST"):
         env.pop(name, None)
     log = open(home / "app.log", "w")  # noqa: SIM115
@@ -82,9 +93,11 @@ def test_bank_browser_finds_a_question_by_search_and_shows_its_rubric(app_url, p
 def test_typed_answer_gets_feedback_with_evidence_and_script_stays_text(app_url, page):
     page.goto(app_url)
     page.get_by_role("tab", name="Try an answer").click()
-    answer = ("Tensors and NumPy arrays are both multi-dimensional arrays with the same kind of maths. "
-              "Tensors can also run on a GPU and autograd can compute their gradients. "
-              "<script>window.pwned=1</script>")
+    answer = (
+        "Tensors and NumPy arrays are both multi-dimensional arrays with the same kind of maths. "
+        "Tensors can also run on a GPU and autograd can compute their gradients. "
+        "<script>window.pwned=1</script>"
+    )
     page.locator("#score-answer textarea").fill(answer)
     page.locator("#score-submit").click()
     feedback = page.locator("#score-feedback")

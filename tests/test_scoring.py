@@ -92,8 +92,10 @@ def test_a_very_long_answer_is_cut_at_the_limit_with_a_visible_note(embedder):
 
 def test_score_cli_json_has_the_contract_other_tools_rely_on(tmp_path):
     answer_file = tmp_path / "answer.txt"
-    answer_file.write_text("autograd records operations on tensors in a dynamic graph and backward() applies "
-                           "the chain rule to get gradients of leaf tensors with requires_grad=True.")
+    answer_file.write_text(
+        "autograd records operations on tensors in a dynamic graph and backward() applies "
+        "the chain rule to get gradients of leaf tensors with requires_grad=True."
+    )
     out = run_cli("score", "--question", "autograd", "--answer-file", str(answer_file), "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)

@@ -12,9 +12,18 @@ def test_every_setting_has_a_name_default_and_help():
     names = [s.name for s in SETTINGS]
     assert len(names) == len(set(names))
     assert all(s.help.strip() for s in SETTINGS)
-    for needed in ("INTERVIEWER_HOME", "INTERVIEWER_EMBED_MODEL", "INTERVIEWER_DEVICE", "CHROMA_HOST", "CHROMA_PORT",
-                   "OPENAI_BASE_URL", "INTERVIEWER_LLM_MODEL", "OPENAI_API_KEY", "GRADIO_SERVER_NAME",
-                   "GRADIO_SERVER_PORT"):
+    for needed in (
+        "INTERVIEWER_HOME",
+        "INTERVIEWER_EMBED_MODEL",
+        "INTERVIEWER_DEVICE",
+        "CHROMA_HOST",
+        "CHROMA_PORT",
+        "OPENAI_BASE_URL",
+        "INTERVIEWER_LLM_MODEL",
+        "OPENAI_API_KEY",
+        "GRADIO_SERVER_NAME",
+        "GRADIO_SERVER_PORT",
+    ):
         assert needed in names
 
 

@@ -49,5 +49,9 @@ def launch(demo: gr.Blocks, settings: Settings) -> None:
             "or leave GRADIO_SERVER_NAME at 127.0.0.1."
         )
     demo.queue(default_concurrency_limit=4).launch(
-        server_name=host, server_port=port, auth=auth, show_error=False, share=False,
+        server_name=host,
+        server_port=port,
+        auth=auth,
+        show_error=False,
+        share=False,
     )

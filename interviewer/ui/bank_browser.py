@@ -23,12 +23,18 @@ def build_bank_tab(bank: Bank) -> None:
                 + "\n".join(f"- {e}" for e in bank.errors)
             )
         with gr.Row():
-            search = gr.Textbox(label="Search", placeholder="e.g. zero_grad, dropout, state_dict", elem_id="bank-search", scale=3)
+            search = gr.Textbox(
+                label="Search", placeholder="e.g. zero_grad, dropout, state_dict", elem_id="bank-search", scale=3
+            )
             topic = gr.Dropdown([ALL, *bank.topics()], value=ALL, label="Topic", elem_id="bank-topic", scale=1)
         count = gr.Markdown(f"{len(bank)} questions", elem_id="bank-count")
         table = gr.Dataframe(
-            value=_rows(bank, "", ALL), headers=["id", "topic", "difficulty", "question"],
-            interactive=False, wrap=True, elem_id="bank-table", max_height=420,
+            value=_rows(bank, "", ALL),
+            headers=["id", "topic", "difficulty", "question"],
+            interactive=False,
+            wrap=True,
+            elem_id="bank-table",
+            max_height=420,
         )
         detail = gr.Markdown("Select a question to see its rubric.", elem_id="bank-detail")
 

@@ -16,9 +16,14 @@ def escape_user_text(text: str) -> str:
 
 
 def question_markdown(q: Question) -> str:
-    lines = [f"### {html.escape(q.question)}", "",
-             f"`{q.id}` · topic **{q.topic}** · {q.difficulty} · from `{q.source}`", "",
-             "**What a strong answer covers**", ""]
+    lines = [
+        f"### {html.escape(q.question)}",
+        "",
+        f"`{q.id}` · topic **{q.topic}** · {q.difficulty} · from `{q.source}`",
+        "",
+        "**What a strong answer covers**",
+        "",
+    ]
     lines += [f"{n}. {html.escape(p.text)}" for n, p in enumerate(q.covers, 1)]
     lines += ["", "**Where people lose the point**", ""]
     for n, p in enumerate(q.pitfalls, 1):

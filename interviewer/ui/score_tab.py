@@ -24,10 +24,12 @@ def service(settings: Settings):
 def build_score_tab(bank: Bank, settings: Settings) -> None:
     with gr.Tab("Try an answer", id="score"):
         choices = [(f"{q.question} ({q.id})", q.id) for q in bank.questions]
-        question = gr.Dropdown(choices, value=choices[0][1] if choices else None, label="Question",
-                               elem_id="score-question")
-        answer = gr.Textbox(label="Your answer", lines=8, elem_id="score-answer",
-                            placeholder="Answer as you would in the interview.")
+        question = gr.Dropdown(
+            choices, value=choices[0][1] if choices else None, label="Question", elem_id="score-question"
+        )
+        answer = gr.Textbox(
+            label="Your answer", lines=8, elem_id="score-answer", placeholder="Answer as you would in the interview."
+        )
         submit = gr.Button("Score my answer", variant="primary", elem_id="score-submit")
         feedback = gr.Markdown(elem_id="score-feedback")
 
