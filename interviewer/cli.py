@@ -89,6 +89,19 @@ def cmd_bank_import(args, settings: Settings) -> int:
     return 0
 
 
+def cmd_bank_draft(args, settings: Settings) -> int:
+    from .drafting import write_draft
+    from .llm import llm_from_settings
+
+    path, problems = write_draft(llm_from_settings(settings), args.question, Path(args.output))
+    print(f"Wrote a draft rubric to {path}. Review it before adding it to the bank.")
+    if problems:
+        print("The draft needs these fixes to validate:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+    return 0
+
+
 def _read_answer(args) -> str:
     if args.answer_file:
         try:
@@ -115,6 +128,8 @@ def print_report(report, file=sys.stdout) -> None:
                 print(f'                 "{p.evidence}"', file=file)
             print(f"                 -> {p.correction}", file=file)
     if report.follow_up:
+        if report.follow_up.get("notice"):
+            print(f"Note: {report.follow_up['notice']} ({report.follow_up.get('reason', '')})", file=file)
         print(f"Follow-up ({report.follow_up['source']}): {report.follow_up['text']}", file=file)
 
 
@@ -122,7 +137,7 @@ def cmd_score(args, settings: Settings) -> int:
     from .service import Interviewer
 
     answer = _read_answer(args)
-    report = Interviewer(settings).score(args.question, answer)
+    report = Interviewer(settings).score(args.question, answer, use_llm=not args.no_llm)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -185,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("-o", "--output", help="folder for the drafts (default rubrics-draft/<name>)")
     p.set_defaults(func=cmd_bank_import)
+
+    p = bsub.add_parser("draft", help="ask the configured LLM for a rubric draft of a new question")
+    p.add_argument("question")
+    p.add_argument("-o", "--output", default="rubrics-draft", help="folder for the draft (default rubrics-draft)")
+    p.set_defaults(func=cmd_bank_draft)
 
     p = sub.add_parser("score", help="score one answer to a bank question")
     p.add_argument("--question", required=True)

@@ -66,3 +66,78 @@ def rubric_follow_up(rubric: Rubric, report: Report) -> dict | None:
         return {"text": written[0], "source": "rubric", "target": target_id}
     text = _pick(_GAP_TEMPLATES, seed + target_id).format(topic=_topic_phrase(target_text, terms))
     return {"text": text, "source": "rubric", "target": target_id}
+
+
+# -- with an LLM -----------------------------------------------------------------------------------
+LLM_NOTICE = "LLM unavailable: rubric follow-up"
+
+
+def _validate_question(text: str, rubric: Rubric) -> str:
+    """One question of sensible length that does not copy the rubric; else LLMBadResponse."""
+    from .llm import LLMBadResponse
+
+    text = text.strip().strip('"').strip()
+    text = re.sub(r"^(follow[- ]?up( question)?|question)\s*[:\-]\s*", "", text, flags=re.I)
+    if "?" not in text:
+        raise LLMBadResponse("the LLM's follow-up is not a question")
+    question = " ".join(text[: text.index("?") + 1].split())
+    if not 10 <= len(question) <= 300:
+        raise LLMBadResponse("the LLM's follow-up has an unusable length")
+    asked = {w for w in words(question) if w not in _STOP}
+    for source in [rubric.reference_text, *(p.text for p in rubric.covers)]:
+        known = {w for w in words(source) if w not in _STOP}
+        if len(asked) >= 4 and len(asked & known) / len(asked) > 0.85:
+            raise LLMBadResponse("the LLM's follow-up repeats the rubric's answer")
+    return question
+
+
+def _target_of(rubric: Rubric, report: Report) -> str:
+    fallback = rubric_follow_up(rubric, report)
+    if not fallback:
+        return "none"
+    target = fallback["target"]
+    for item in [*rubric.covers, *rubric.pitfalls]:
+        if item.id == target:
+            return item.text
+    return target
+
+
+def llm_follow_up(llm, rubric: Rubric, report: Report, answer: str, on_text=None) -> dict:
+    """Ask the LLM for one follow-up, streaming its text to `on_text`; raises LLMUnavailable."""
+    from .llm import quote_answer, render
+
+    covered = "; ".join(c.text for c in report.covers if c.covered) or "none"
+    missed = "; ".join(c.text for c in report.covers if not c.covered) or "none"
+    flags = "; ".join(p.text for p in report.pitfalls if p.flagged) or "none"
+    messages = render(
+        "follow_up",
+        question=rubric.question,
+        answer=quote_answer(answer),
+        covered=covered,
+        missed=missed,
+        flags=flags,
+        target=_target_of(rubric, report),
+    )
+    text = ""
+    for piece in llm.stream(messages, max_tokens=80, temperature=0.0):
+        text += piece
+        if on_text:
+            on_text(text)
+    return {
+        "text": _validate_question(text, rubric),
+        "source": "llm",
+        "target": (rubric_follow_up(rubric, report) or {}).get("target"),
+    }
+
+
+def suggest_follow_up(rubric: Rubric, report: Report, answer: str, llm=None, on_text=None) -> dict | None:
+    """The LLM's follow-up when one is configured and answers well; the rubric's otherwise."""
+    from .errors import LLMUnavailable
+
+    fallback = rubric_follow_up(rubric, report)
+    if llm is None or fallback is None or not answer.strip():
+        return fallback
+    try:
+        return llm_follow_up(llm, rubric, report, answer, on_text)
+    except LLMUnavailable as exc:
+        return {**fallback, "notice": LLM_NOTICE, "reason": str(exc)}

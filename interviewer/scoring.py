@@ -14,7 +14,7 @@ import numpy as np
 
 from .bank import Question
 from .embeddings import Embedder
-from .text import Unit, content_stems, negate, negation_count, split_units, term_positions
+from .text import Unit, content_stems, is_codeish, negate, negation_count, split_units, term_positions
 
 # How an answer covers a point is decided from six signals by a logistic model whose seven weights
 # were fitted once (bench/fit_cover_model.py, leave-one-question-out CV on the labelled dev set):
@@ -354,7 +354,7 @@ class Scorer:
     def _asserts(self, pit: RubricPitfall, ctx: _Context):
         """Whether some unit asserts one of the wrong claims: close to it, with the claim's polarity
         (an explicit denial has the opposite parity of negation cues), and closer to the claim than to
-        the correction. Claims written as code are not compared: MiniLM matches the correct call
+        the correction. Code is not compared, on either side: MiniLM matches the correct call
         (`torch.save(model.state_dict())`) to the wrong one (`model = torch.load(PATH)`) at 0.9+."""
         corr = ctx.vecs.get(f"{pit.id}:correction")
         best, best_sim = None, 0.0
@@ -365,7 +365,12 @@ class Scorer:
             sims = ctx.unit_vecs @ claim
             for i in np.flatnonzero(sims >= CLAIM_THRESHOLD):
                 u = ctx.units[i]
-                if negation_count(u.text) % 2 != negation_count(text) % 2:
+                if is_codeish(u.text):
+                    continue
+                # A clause is read with its sentence: in "NumPy cannot use the GPU by itself; GPU
+                # arrays need CuPy" the second clause is not a claim that NumPy runs on the GPU.
+                context = [u] + [s for s in ctx.units if s.kind == "sentence" and s.start <= u.start < s.end]
+                if any(negation_count(c.text) % 2 != negation_count(text) % 2 for c in context):
                     continue
                 if corr is not None and float(sims[i]) <= float(ctx.unit_vecs[i] @ corr):
                     continue
@@ -395,21 +400,20 @@ class Scorer:
 
 
 def _order_violation(order: list[str], answer: str, units: list[Unit]):
-    """An order pitfall: the answer names the calls, but in the wrong order (`step()` before `backward()`)."""
+    """An order pitfall: code or numbered steps that make the calls in the wrong order (`step()` before
+    `backward()`). Prose is not judged by word order: "clip once backward() has run" is correct."""
+    steps = [u for u in units if u.kind in ("code", "item")]
     firsts = []
     for term in order:
-        pos = term_positions(answer, term)
+        pos = [u.start + p for u in steps for p in term_positions(u.text.split("#")[0], term)]
         if not pos:
             return False, None
-        firsts.append(pos[0])
+        firsts.append(min(pos))
     if firsts == sorted(firsts):
         return False, None
-    unit = _unit_at(units, max(firsts)) or _unit_at(units, min(firsts))
-    if unit is None:
-        return True, None
-    # Two statements in the wrong order read best as the window that holds both.
     lo, hi = min(firsts), max(firsts)
     both = [u for u in units if u.start <= lo and u.end > hi]
-    if both:
-        unit = min(both, key=lambda u: u.end - u.start)
+    unit = min(both, key=lambda u: u.end - u.start) if both else _unit_at(units, hi)
+    if unit is None:
+        return True, None
     return True, (unit.text, (unit.start, unit.end))

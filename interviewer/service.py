@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from .bank import Bank, get_bank
 from .embeddings import get_embedder
-from .followups import rubric_follow_up
+from .followups import rubric_follow_up, suggest_follow_up
+from .llm import llm_from_settings
 from .scoring import Report, Rubric, RubricPitfall, RubricPoint, Scorer
 from .settings import Settings
 from .store import RubricStore
@@ -62,6 +63,7 @@ class Interviewer:
         self.embedder = get_embedder(self.settings)
         self.store = RubricStore(self.embedder, self.settings)
         self.scorer = Scorer(self.embedder, self.settings.max_words)
+        self.llm = llm_from_settings(self.settings)  # built lazily: no network until first use
         self._synced = False
         self._sync_lock = threading.Lock()
 
@@ -79,18 +81,33 @@ class Interviewer:
     def rubric(self, question_id: str) -> Rubric:
         return Rubric.from_question(self.bank.get(question_id))
 
-    def score(self, question_id: str, answer: str) -> Report:
-        """Score an answer to a bank question, with rubric vectors from the store."""
+    def score(self, question_id: str, answer: str, use_llm: bool = True, on_follow_up_text=None) -> Report:
+        """Score an answer to a bank question, with rubric vectors from the store, and add a follow-up
+        (from the LLM when one is configured and `use_llm`, else, or on any LLM failure, the rubric)."""
         rubric = self.rubric(question_id)
         if not answer or not answer.strip():
             report = self.scorer.score(rubric, answer)
         else:
             self.ensure_index()
             report = self.scorer.score(rubric, answer, self.store.vectors_for(question_id))
-        report.follow_up = rubric_follow_up(rubric, report)
+        llm = self.llm if use_llm else None
+        report.follow_up = suggest_follow_up(rubric, report, answer or "", llm, on_follow_up_text)
         return report
 
     def score_inline(self, rubric: Rubric, answer: str) -> Report:
         report = self.scorer.score(rubric, answer)
         report.follow_up = rubric_follow_up(rubric, report)
         return report
+
+
+_shared: Interviewer | None = None
+_shared_lock = threading.Lock()
+
+
+def get_service(settings: Settings | None = None) -> Interviewer:
+    """The process-wide Interviewer the app uses (one model, one index, shared by every session)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Interviewer(settings)
+        return _shared

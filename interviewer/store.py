@@ -116,10 +116,13 @@ class RubricStore:
         path.mkdir(parents=True, exist_ok=True)
         try:
             client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-            client.list_collections()
+            client.get_or_create_collection(COLLECTION, embedding_function=None).count()
             return client
         except Exception as exc:  # a corrupted index is rebuilt from the bank, never fatal
             log.warning("embedded Chroma index at %s is unreadable (%s); rebuilding it from the bank", path, exc)
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()  # chroma keeps one system per path in-process
             shutil.move(str(path), f"{path}.corrupt-{int(time.time())}")
             path.mkdir(parents=True)
             return chromadb.PersistentClient(path=str(path), settings=chroma_settings)

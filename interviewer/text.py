@@ -244,3 +244,15 @@ def stem(word: str) -> str:
 def content_stems(text: str) -> set[str]:
     """Stems of the words that carry content (no stop words, no short words)."""
     return {stem(w) for w in re.findall(r"[A-Za-z_]\w*", text) if w.lower() not in _STOPWORDS and len(w) > 2}
+
+
+_CODE_TOKEN = re.compile(r"\w+\(|\w+\.\w+|\w+_\w+|[=#{}\[\]]")
+
+
+def is_codeish(text: str) -> bool:
+    """Mostly code: a line like `torch.save(model.state_dict(), PATH)` rather than a sentence."""
+    tokens = text.split()
+    if not tokens:
+        return False
+    code = sum(1 for t in tokens if _CODE_TOKEN.search(t))
+    return code / len(tokens) > 0.4

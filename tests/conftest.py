@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,10 +19,26 @@ sys.path.insert(0, str(ROOT))
 import interviewer  # noqa: E402,F401  (offline environment before torch loads)
 
 
+@pytest.fixture(scope="session")
+def synced_index(tmp_path_factory) -> Path:
+    """The bundled bank embedded once per session; tests get a copy, so none sees another's writes."""
+    from interviewer.service import Interviewer
+    from interviewer.settings import Settings
+
+    home = tmp_path_factory.mktemp("synced-home")
+    Interviewer(Settings(env={"INTERVIEWER_HOME": str(home)})).ensure_index()
+    return home / "chroma"
+
+
 @pytest.fixture(autouse=True)
-def home(tmp_path, monkeypatch) -> Path:
-    """A fresh data directory, and no LLM or Chroma server unless a test sets one."""
+def home(request, tmp_path, monkeypatch) -> Path:
+    """A temporary data directory per test, and no LLM or Chroma server unless a test sets one.
+
+    It starts with a copy of the synced bank index (embedding the bank takes ~20 s on 2 cores), except
+    for tests marked `fresh_home`, which start empty."""
     home = tmp_path / "home"
+    if request.node.get_closest_marker("fresh_home") is None:
+        shutil.copytree(request.getfixturevalue("synced_index"), home / "chroma")
     monkeypatch.setenv("INTERVIEWER_HOME", str(home))
     for name in ("CHROMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY", "INTERVIEWER_LLM_MODEL", "INTERVIEWER_RUBRICS"):
         monkeypatch.delenv(name, raising=False)

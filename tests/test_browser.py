@@ -32,9 +32,10 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+def app_url(tmp_path_factory, synced_index):
     port = free_port()
     home = tmp_path_factory.mktemp("app-home")
+    shutil.copytree(synced_index, home / "chroma")
     env = {
         **os.environ,
         "INTERVIEWER_HOME": str(home),

@@ -37,6 +37,34 @@ def parse_auth(value: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def prepare(settings: Settings) -> None:
+    """Load the model and sync the rubric index before serving, with progress on the console."""
+    from tqdm import tqdm
+
+    from ..errors import InterviewerError
+    from ..service import get_service
+
+    svc = get_service(settings)
+    print(f"Preparing the rubric index ({svc.store.location}) ...", flush=True)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="sentence", desc="embedding the bank")
+        bar.update(done - bar.n)
+
+    try:
+        stats = svc.ensure_index(progress)
+    except InterviewerError as exc:
+        sys.exit(f"error: {exc}")
+    finally:
+        if bar is not None:
+            bar.close()
+    if stats:
+        print(f"Index ready: {stats['total']} sentences, {stats['embedded']} embedded now.", flush=True)
+
+
 def launch(demo: gr.Blocks, settings: Settings) -> None:
     host, port = settings.server_name, settings.server_port
     try:
@@ -48,6 +76,7 @@ def launch(demo: gr.Blocks, settings: Settings) -> None:
             f"error: refusing to serve on {host} without credentials. Set INTERVIEWER_AUTH=user:password, "
             "or leave GRADIO_SERVER_NAME at 127.0.0.1."
         )
+    prepare(settings)
     demo.queue(default_concurrency_limit=4).launch(
         server_name=host,
         server_port=port,

@@ -6,19 +6,9 @@ import gradio as gr
 
 from ..bank import Bank
 from ..errors import InterviewerError
+from ..service import get_service
 from ..settings import Settings
 from .feedback import report_markdown
-
-_service = None
-
-
-def service(settings: Settings):
-    global _service
-    if _service is None:
-        from ..service import Interviewer
-
-        _service = Interviewer(settings)
-    return _service
 
 
 def build_score_tab(bank: Bank, settings: Settings) -> None:
@@ -37,7 +27,7 @@ def build_score_tab(bank: Bank, settings: Settings) -> None:
             if not qid:
                 return "Pick a question first."
             try:
-                report = service(settings).score(qid, text)
+                report = get_service(settings).score(qid, text)
             except InterviewerError as exc:
                 return f"**Could not score this answer:** {exc} Your answer is still in the box."
             return report_markdown(report)
