@@ -62,7 +62,7 @@ def rubric_follow_up(rubric: Rubric, report: Report) -> dict | None:
         return None
     # A follow-up written by a person for this question beats a template, when one fits the gap.
     written = sorted(rubric.follow_ups, key=lambda f: -_overlap(f, target_text))
-    if written and _overlap(written[0], target_text) >= 2:
+    if written and _overlap(written[0], target_text) >= 1:
         return {"text": written[0], "source": "rubric", "target": target_id}
     text = _pick(_GAP_TEMPLATES, seed + target_id).format(topic=_topic_phrase(target_text, terms))
     return {"text": text, "source": "rubric", "target": target_id}

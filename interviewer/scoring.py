@@ -411,9 +411,10 @@ def _order_violation(order: list[str], answer: str, units: list[Unit]):
         firsts.append(min(pos))
     if firsts == sorted(firsts):
         return False, None
-    lo, hi = min(firsts), max(firsts)
-    both = [u for u in units if u.start <= lo and u.end > hi]
-    unit = min(both, key=lambda u: u.end - u.start) if both else _unit_at(units, hi)
-    if unit is None:
+    # The evidence runs from the first call made too early to the call it should have followed.
+    first = _unit_at(units, min(firsts))
+    last = _unit_at(units, max(firsts))
+    if first is None or last is None:
         return True, None
-    return True, (unit.text, (unit.start, unit.end))
+    start, end = min(first.start, last.start), max(first.end, last.end)
+    return True, (answer[start:end], (start, end))

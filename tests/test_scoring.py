@@ -54,11 +54,21 @@ def test_a_correct_negation_is_not_flagged_but_the_misconception_is(service):
     assert "CPU" in bad["tensors-vs-numpy.p2"].correction
 
 
-def test_step_before_backward_is_flagged_by_order_with_both_calls_in_the_evidence(service):
-    answer = "In the loop: optimizer.zero_grad(), then optimizer.step() to update, then loss.backward()."
+def test_step_before_backward_in_code_is_flagged_with_both_calls_in_the_evidence(service):
+    answer = (
+        "My loop:\n\n```python\nfor x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
+        "    optimizer.step()\n    loss.backward()\n```\n"
+    )
     pit = {p.id: p for p in service.score("training-loop", answer).pitfalls}["training-loop.p2"]
     assert pit.flagged
     assert "step" in pit.evidence and "backward" in pit.evidence
+    assert pit.evidence in answer
+
+
+def test_prose_that_names_calls_out_of_order_but_means_the_right_order_is_not_flagged(service):
+    answer = "You call clip_grad_norm_ once loss.backward() has filled in the grads, right before optimizer.step()."
+    pit = {p.id: p for p in service.score("gradient-clipping", answer).pitfalls}["gradient-clipping.p2"]
+    assert not pit.flagged
 
 
 def test_a_point_stated_the_other_way_round_is_contradicted_not_covered(embedder):

@@ -8,8 +8,11 @@ import sys
 import gradio as gr
 
 from ..bank import get_bank
+from ..history import History
 from ..settings import Settings
 from .bank_browser import build_bank_tab
+from .practice_tab import build_practice_tab
+from .progress_tab import build_progress_tab
 from .score_tab import build_score_tab
 
 log = logging.getLogger(__name__)
@@ -21,7 +24,10 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     bank = get_bank(settings.rubric_dir)
     with gr.Blocks(title="Interviewer") as demo:
         gr.Markdown("# Interviewer\nPractice technical interviews with rubric-based feedback, all on this machine.")
+        history = History(settings.home / "history.sqlite3")
         with gr.Tabs():
+            build_practice_tab(bank, settings, history)
+            build_progress_tab(history)
             build_score_tab(bank, settings)
             build_bank_tab(bank)
     return demo

@@ -22,17 +22,17 @@ def report_markdown(report: Report) -> str:
     wrong = [c for c in report.covers if c.contradicted]
     if covered:
         lines += ["", "**Covered**"]
-        lines += [f"- ✅ {c.text}  \n  <mark>{_quote(c.evidence)}</mark>" for c in covered if c.evidence]
+        lines += [f"- {c.text}  \n  <mark>{_quote(c.evidence)}</mark>" for c in covered if c.evidence]
     if wrong:
-        lines += ["", "**Stated the opposite**"]
-        lines += [f"- ❌ {c.text}  \n  {_quote(c.evidence)}" for c in wrong if c.evidence]
+        lines += ["", "**Stated the opposite** (check this)"]
+        lines += [f"- {c.text}  \n  {_quote(c.evidence)}" for c in wrong if c.evidence]
     if missed:
-        lines += ["", "**Missed**"] + [f"- ⬜ {c.text}" for c in missed]
+        lines += ["", "**Missed**"] + [f"- {c.text}" for c in missed]
     flags = [p for p in report.pitfalls if p.flagged]
     if flags:
         lines += ["", "**Flags**"]
         for p in flags:
-            line = f"- ⚠️ *{p.kind}*: {p.text}"
+            line = f"- *{p.kind}*: {p.text}"
             if p.evidence:
                 line += f"  \n  {_quote(p.evidence)}"
             line += f"  \n  → {p.correction}"

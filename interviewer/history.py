@@ -1,0 +1,184 @@
+"""Practice history in SQLite: every attempt is written the moment it is scored.
+
+Profiles are local names, not accounts. If the database cannot be written (locked by another
+process, disk full), the attempt is kept in memory and written on the next successful save; the
+caller is told, and nothing already answered is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    profile TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    mode TEXT NOT NULL DEFAULT 'practice',
+    kind TEXT NOT NULL DEFAULT 'answer',
+    question_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    transcript TEXT,
+    score INTEGER NOT NULL,
+    grade REAL NOT NULL,
+    report TEXT NOT NULL,
+    delivery TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_profile ON attempts(profile, created_at);
+"""
+
+
+@dataclass
+class Attempt:
+    profile: str
+    session_id: str
+    question_id: str
+    topic: str
+    question: str
+    answer: str
+    score: int
+    grade: float
+    report: dict
+    kind: str = "answer"
+    mode: str = "practice"
+    transcript: str | None = None
+    delivery: dict | None = None
+    created_at: float = field(default_factory=time.time)
+    id: int | None = None
+
+
+class HistoryUnavailable(Exception):
+    """The history database could not be written; the attempt is kept in memory meanwhile."""
+
+
+class History:
+    """Attempts per profile, in one SQLite file."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.pending: list[Attempt] = []
+        self._lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=2.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(SCHEMA)
+        return conn
+
+    def save(self, attempt: Attempt) -> Attempt:
+        """Write the attempt (and any held back earlier); raises HistoryUnavailable if it cannot."""
+        with self._lock:
+            self.pending.append(attempt)
+            try:
+                conn = self._connect()
+                try:
+                    with conn:
+                        for a in self.pending:
+                            cur = conn.execute(
+                                "INSERT INTO attempts (profile, session_id, mode, kind, question_id, topic, question,"
+                                " answer, transcript, score, grade, report, delivery, created_at)"
+                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                (
+                                    a.profile,
+                                    a.session_id,
+                                    a.mode,
+                                    a.kind,
+                                    a.question_id,
+                                    a.topic,
+                                    a.question,
+                                    a.answer,
+                                    a.transcript,
+                                    a.score,
+                                    a.grade,
+                                    json.dumps(a.report),
+                                    json.dumps(a.delivery) if a.delivery else None,
+                                    a.created_at,
+                                ),
+                            )
+                            a.id = cur.lastrowid
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise HistoryUnavailable(
+                    f"could not save to {self.path} ({exc}); the attempt is kept and will be saved with the next one"
+                ) from None
+            self.pending = []
+            return attempt
+
+    def attempts(self, profile: str) -> list[Attempt]:
+        conn = self._connect()
+        try:
+            rows = conn.execute(
+                "SELECT id, profile, session_id, mode, kind, question_id, topic, question, answer, transcript,"
+                " score, grade, report, delivery, created_at FROM attempts WHERE profile = ? ORDER BY created_at, id",
+                (profile,),
+            ).fetchall()
+        finally:
+            conn.close()
+        return [
+            Attempt(
+                id=r[0],
+                profile=r[1],
+                session_id=r[2],
+                mode=r[3],
+                kind=r[4],
+                question_id=r[5],
+                topic=r[6],
+                question=r[7],
+                answer=r[8],
+                transcript=r[9],
+                score=r[10],
+                grade=r[11],
+                report=json.loads(r[12]),
+                delivery=json.loads(r[13]) if r[13] else None,
+                created_at=r[14],
+            )
+            for r in rows
+        ]
+
+    def delete_profile(self, profile: str) -> int:
+        conn = self._connect()
+        try:
+            with conn:
+                return conn.execute("DELETE FROM attempts WHERE profile = ?", (profile,)).rowcount
+        finally:
+            conn.close()
+
+
+@dataclass
+class Progress:
+    """What the Progress tab shows for one profile."""
+
+    attempts: int
+    over_time: list[tuple[float, int, str]]  # (time, score, question id)
+    by_topic: dict[str, float]
+    most_missed: list[tuple[str, str, int]]  # (point id, text, times missed)
+
+
+def progress(attempts: list[Attempt]) -> Progress:
+    main = [a for a in attempts if a.kind != "follow_up"]
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    missed: Counter[str] = Counter()
+    texts: dict[str, str] = {}
+    for a in main:
+        by_topic[a.topic].append(a.score)
+        for c in a.report.get("covers", []):
+            texts[c["id"]] = c["text"]
+            if not c["covered"]:
+                missed[c["id"]] += 1
+    return Progress(
+        attempts=len(main),
+        over_time=[(a.created_at, a.score, a.question_id) for a in main],
+        by_topic={t: round(sum(s) / len(s), 1) for t, s in sorted(by_topic.items())},
+        most_missed=[(pid, texts[pid], n) for pid, n in missed.most_common(10)],
+    )
