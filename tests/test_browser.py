@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,11 +34,12 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory, synced_index):
+@contextlib.contextmanager
+def running_app(home: Path, synced_index: Path):
+    """`python app.py` on a free loopback port with this data directory, stopped afterwards."""
     port = free_port()
-    home = tmp_path_factory.mktemp("app-home")
-    shutil.copytree(synced_index, home / "chroma")
+    if not (home / "chroma").exists():
+        shutil.copytree(synced_index, home / "chroma")
     env = {
         **os.environ,
         "INTERVIEWER_HOME": str(home),
@@ -44,28 +48,38 @@ def app_url(tmp_path_factory, synced_index):
     }
     for name in ("OPENAI_BASE_URL", "INTERVIEWER_LLM_MODEL", "CHROMA_HOST"):
         env.pop(name, None)
-    log = open(home / "app.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for_port(port, proc, timeout=120)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
+    with open(home / "app.log", "a") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            wait_for_port(port, proc, timeout=120)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 @pytest.fixture(scope="module")
-def browser():
+def app_url(tmp_path_factory, synced_index):
+    with running_app(tmp_path_factory.mktemp("app-home"), synced_index) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def playwright():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright):
+    b = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+    yield b
+    b.close()
 
 
 @pytest.fixture
@@ -108,3 +122,126 @@ def test_typed_answer_gets_feedback_with_evidence_and_script_stays_text(app_url,
     assert "Tensors can also run on a GPU and autograd can compute their gradients" in text
     assert "<script>" in text  # shown as text
     assert page.evaluate("window.pwned === undefined")
+
+
+def _start_practice(page, app_url, profile="me"):
+    page.goto(app_url)
+    page.locator("#practice-profile input, #practice-profile textarea").first.fill(profile)
+    page.locator("#practice-order").get_by_text("bank order").click()
+    page.locator("#practice-start").click()
+    page.locator("#practice-chat").get_by_text("Question 1 of").wait_for()
+
+
+TENSOR_ANSWER = (
+    "Tensors and NumPy arrays are both multi-dimensional arrays with the same kind of maths. "
+    "Tensors can also run on a GPU, and autograd can compute their gradients."
+)
+
+
+def test_practice_typed_answer_feedback_follow_up_and_export(app_url, page):
+    _start_practice(page, app_url, "typist")
+    page.locator("#practice-answer textarea").fill(TENSOR_ANSWER + " <img src=x onerror=window.pwned=1>")
+    page.locator("#practice-submit").click()
+    chat = page.locator("#practice-chat")
+    chat.get_by_text("Answer it, retry the question").wait_for()
+    text = chat.inner_text()
+    assert "Covered" in text and "Missed" in text and "Follow-up" in text
+    assert "“Tensors and NumPy arrays are both multi-dimensional arrays with the same kind of maths.”" in text
+    assert "<img src=x" in text and page.evaluate("window.pwned === undefined")
+
+    page.locator("#practice-end").click()
+    page.locator("#practice-summary").get_by_text("Session summary").wait_for()
+    links = page.locator("#practice-export a")
+    links.first.wait_for()
+    hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+    md_url = next(h for h in hrefs if h.endswith(".md"))
+    js_url = next(h for h in hrefs if h.endswith(".json"))
+    md = page.request.get(md_url if md_url.startswith("http") else app_url + md_url).text()
+    data = page.request.get(js_url if js_url.startswith("http") else app_url + js_url).json()
+    assert "How do PyTorch tensors compare with NumPy arrays" in md and "the same kind of maths" in md
+    turn = data["turns"][0]
+    assert turn["question_id"] == "tensors-vs-numpy" and turn["answer"].startswith("Tensors and NumPy arrays")
+    assert 0 <= turn["report"]["score"] <= 100 and turn["report"]["follow_up"]["text"]
+
+
+def test_two_browser_sessions_never_see_each_other(app_url, browser):
+    ann_ctx, bob_ctx = browser.new_context(), browser.new_context()
+    try:
+        ann, bob = ann_ctx.new_page(), bob_ctx.new_page()
+        for p in (ann, bob):
+            p.set_default_timeout(60_000)
+        _start_practice(ann, app_url, "ann")
+        _start_practice(bob, app_url, "bob")
+        ann.locator("#practice-answer textarea").fill("ANN-SECRET tensors are arrays with a device.")
+        ann.locator("#practice-submit").click()
+        ann.locator("#practice-chat").get_by_text("Answer it, retry the question").wait_for()
+        bob.locator("#practice-next").click()
+        bob.locator("#practice-chat").get_by_text("Question 2 of").wait_for()
+        assert "ANN-SECRET" not in bob.locator("#practice-chat").inner_text()
+        assert "Question 2 of" not in ann.locator("#practice-chat").inner_text()
+        bob.get_by_role("tab", name="Progress").click()
+        bob.locator("#progress-profile input, #progress-profile textarea").first.fill("bob")
+        bob.locator("#progress-load").click()
+        bob.locator("#progress-info").get_by_text("No attempts yet").wait_for()
+    finally:
+        ann_ctx.close()
+        bob_ctx.close()
+
+
+def test_spoken_answer_through_the_fake_microphone_is_transcribed_and_scored(app_url, playwright, tmp_path):
+    from .conftest import synthesize_wav
+
+    if importlib.util.find_spec("piper") is None:
+        pytest.skip("piper-tts (test-only) is not installed")
+    wav = synthesize_wav(TENSOR_ANSWER, tmp_path / "answer.wav")
+    flags = [
+        *CHROMIUM_FLAGS,
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={wav}",
+    ]
+    b = playwright.chromium.launch(executable_path=CHROMIUM, args=flags)
+    try:
+        page = b.new_context(permissions=["microphone"]).new_page()
+        page.set_default_timeout(60_000)
+        _start_practice(page, app_url, "speaker")
+        mic = page.locator("#practice-mic")
+        mic.get_by_role("button", name="Record").click()
+        # The fake device loops the ~9 s file from wherever it is when recording starts: two loops
+        # hold every phrase whole at least once.
+        page.wait_for_timeout(18_000)
+        mic.get_by_role("button", name="Stop").click()
+        page.locator("#practice-notice").get_by_text("Transcribed").wait_for()
+        transcript = page.locator("#practice-answer textarea").input_value().lower()
+        assert "numpy" in transcript and "gpu" in transcript and "autograd" in transcript
+        page.locator("#practice-submit").click()
+        chat = page.locator("#practice-chat")
+        chat.get_by_text("Answer it, retry the question").wait_for()
+        text = chat.inner_text()
+        assert "Covered" in text and "Delivery" in text and "words per minute" in text
+    finally:
+        b.close()
+
+
+def test_history_survives_an_app_restart(browser, tmp_path, synced_index):
+    home = tmp_path / "app-home"
+    home.mkdir()
+    with running_app(home, synced_index) as url:
+        page = browser.new_page()
+        page.set_default_timeout(60_000)
+        _start_practice(page, url, "keeper")
+        page.locator("#practice-answer textarea").fill(TENSOR_ANSWER)
+        page.locator("#practice-submit").click()
+        page.locator("#practice-chat").get_by_text("Answer it, retry the question").wait_for()
+        page.close()
+    with running_app(home, synced_index) as url:
+        page = browser.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(url)
+        page.get_by_role("tab", name="Progress").click()
+        page.locator("#progress-profile input, #progress-profile textarea").first.fill("keeper")
+        page.locator("#progress-load").click()
+        page.locator("#progress-info").get_by_text("1 answer(s)").wait_for()
+        missed = page.locator("#progress-missed").inner_text()
+        assert "NumPy" in missed or "numpy" in missed or "tensor" in missed.lower()
+        page.close()
