@@ -1,10 +1,12 @@
-"""Run every benchmark and print its table."""
+"""Run the benchmarks and print their tables: `python -m bench [scoring] [practice]`."""
 
 import sys
 
-from . import scoring
+from . import practice, scoring
 
 if __name__ == "__main__":
     only = sys.argv[1:]
     if not only or "scoring" in only:
         scoring.main()
+    if not only or "practice" in only:
+        practice.main()

@@ -34,6 +34,13 @@ CREATE TABLE IF NOT EXISTS attempts (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS attempts_profile ON attempts(profile, created_at);
+CREATE TABLE IF NOT EXISTS scorecards (
+    interview_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    candidate TEXT NOT NULL,
+    data TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
 """
 
 
@@ -145,6 +152,31 @@ class History:
             )
             for r in rows
         ]
+
+    def save_scorecard(self, interview_id: str, owner: str, candidate: str, data: dict) -> None:
+        """Insert or replace an interview's scorecard; raises HistoryUnavailable if it cannot."""
+        try:
+            conn = self._connect()
+            try:
+                with conn:
+                    conn.execute(
+                        "INSERT INTO scorecards (interview_id, owner, candidate, data, updated_at) VALUES (?,?,?,?,?)"
+                        " ON CONFLICT(interview_id) DO UPDATE SET candidate=excluded.candidate, data=excluded.data,"
+                        " updated_at=excluded.updated_at",
+                        (interview_id, owner, candidate, json.dumps(data), time.time()),
+                    )
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise HistoryUnavailable(f"could not save the scorecard to {self.path} ({exc})") from None
+
+    def scorecards(self, owner: str) -> list[dict]:
+        conn = self._connect()
+        try:
+            rows = conn.execute("SELECT data FROM scorecards WHERE owner = ? ORDER BY updated_at", (owner,)).fetchall()
+        finally:
+            conn.close()
+        return [json.loads(r[0]) for r in rows]
 
     def delete_profile(self, profile: str) -> int:
         conn = self._connect()

@@ -68,6 +68,11 @@ def question_items(q: Question) -> Iterator[Item]:
                     yield Item(f"{pit.id}:{key}:neg", negate(text), q.id, "negation", n, q.topic)
 
 
+def _open_collection(client):
+    # Cosine space: similarities are 1 - distance. Never Chroma's own embedding function.
+    return client.get_or_create_collection(COLLECTION, embedding_function=None, metadata={"hnsw:space": "cosine"})
+
+
 @dataclass
 class Match:
     id: str
@@ -116,7 +121,7 @@ class RubricStore:
         path.mkdir(parents=True, exist_ok=True)
         try:
             client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-            client.get_or_create_collection(COLLECTION, embedding_function=None).count()
+            _open_collection(client).count()
             return client
         except Exception as exc:  # a corrupted index is rebuilt from the bank, never fatal
             log.warning("embedded Chroma index at %s is unreadable (%s); rebuilding it from the bank", path, exc)
@@ -134,11 +139,7 @@ class RubricStore:
                 if self._collection is None:
                     if self._client is None:
                         self._client = self._connect()
-                    self._collection = self._call(
-                        lambda: self._client.get_or_create_collection(
-                            COLLECTION, embedding_function=None, metadata={"hnsw:space": "cosine"}
-                        )
-                    )
+                    self._collection = self._call(lambda: _open_collection(self._client))
         return self._collection
 
     def _call(self, fn):

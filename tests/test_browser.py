@@ -12,18 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, free_port, wait_for_port
+from .conftest import CHROMIUM_FLAGS, ROOT, free_port, wait_for_port
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 
 pytestmark = [
     pytest.mark.browser,

@@ -153,3 +153,10 @@ def test_an_unreachable_chroma_server_gives_an_actionable_error(monkeypatch, emb
     with pytest.raises(StoreUnavailable) as err:
         RubricStore(embedder, Settings()).vectors_for("autograd")
     assert "CHROMA_HOST" in str(err.value) or "chroma run" in str(err.value)
+
+
+def test_similarities_are_cosine_whatever_created_the_collection(tmp_path, embedder):
+    store = RubricStore(embedder, Settings())
+    store.sync(load_bank(_small_bank(tmp_path)))
+    text = load_bank().get("no-grad").question
+    assert store.nearest(text, kind="question", k=1)[0].similarity > 0.99

@@ -11,6 +11,7 @@ from ..bank import get_bank
 from ..history import History
 from ..settings import Settings
 from .bank_browser import build_bank_tab
+from .copilot_tab import build_copilot_tab
 from .practice_tab import build_practice_tab
 from .progress_tab import build_progress_tab
 from .score_tab import build_score_tab
@@ -28,6 +29,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
         with gr.Tabs():
             build_practice_tab(bank, settings, history)
             build_progress_tab(history)
+            build_copilot_tab(bank, settings, history)
             build_score_tab(bank, settings)
             build_bank_tab(bank)
     return demo
