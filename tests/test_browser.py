@@ -236,3 +236,52 @@ def test_history_survives_an_app_restart(browser, tmp_path, synced_index):
         missed = page.locator("#progress-missed").inner_text()
         assert "NumPy" in missed or "numpy" in missed or "tensor" in missed.lower()
         page.close()
+
+
+def test_copilot_plan_live_checklist_override_and_scorecard(app_url, page):
+    page.goto(app_url)
+    page.get_by_role("tab", name="Co-pilot").click()
+    page.locator("#copilot-candidate input, #copilot-candidate textarea").first.fill("Dana")
+    pick = page.locator("#copilot-pick input")
+    pick.click()
+    pick.fill("training loop")
+    page.get_by_role("option", name="training loop").first.click()
+    page.locator("#copilot-add-bank").click()
+    plan = page.locator("#copilot-plan")
+    plan.get_by_text("Walk me through a basic training loop").wait_for()
+    page.locator("#copilot-typed input, #copilot-typed textarea").first.fill(
+        "How would you save and later load a PyTorch model's weights?"
+    )
+    page.locator("#copilot-add-typed").click()
+    page.locator("#copilot-plan-notice").get_by_text("Matched to bank question").wait_for()
+    assert "matched to save-load" in plan.inner_text()
+
+    current = page.locator("#copilot-current input")
+    current.click()
+    page.get_by_role("option", name="training loop").first.click()
+    transcript = page.locator("#copilot-transcript textarea")
+    evidence = page.locator("#copilot-evidence")
+    transcript.fill("So first you iterate over the DataLoader to get batches of inputs and targets.")
+    evidence.get_by_text("“So first you iterate over the DataLoader").wait_for()
+    assert evidence.inner_text().count("covered:") == 1
+    transcript.fill(
+        transcript.input_value() + " Then outputs = model(inputs), the criterion computes the loss, "
+        "optimizer.zero_grad() clears old gradients, loss.backward() computes new ones and "
+        "optimizer.step() updates the weights."
+    )
+    page.wait_for_function("document.querySelector('#copilot-evidence').innerText.split('covered:').length > 4")
+
+    page.locator("#copilot-checklist label").filter(has_text="1. The loop iterates").click()  # the interviewer's call
+    evidence.get_by_text("your mark").wait_for()
+    page.locator("#copilot-recommendation").get_by_text("4", exact=True).click()
+    page.locator("#copilot-export").click()
+    links = page.locator("#copilot-files a")
+    links.first.wait_for()
+    hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+    js = next(h for h in hrefs if h.endswith(".json"))
+    card = page.request.get(js if js.startswith("http") else app_url + js).json()
+    first = card["questions"][0]
+    assert first["interviewer_marks"] == {"training-loop.c1": False}
+    assert "The loop iterates over a DataLoader to get batches of inputs and targets." in first["missed"]
+    assert card["candidate"] == "Dana" and card["recommendation"] == 4
+    assert card["questions"][1]["source"] == "matched"

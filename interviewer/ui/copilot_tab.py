@@ -25,11 +25,10 @@ def _plan_markdown(interview: copilot.Interview | None) -> str:
         return "No questions yet: add them from the bank or type your own."
     lines = []
     for n, item in enumerate(interview.questions, 1):
-        how = {
-            "bank": "bank",
-            "matched": f"matched to `{item.rubric.question_id}` ({item.match_similarity:.2f})",
-            "provisional": "provisional checklist",
-        }[item.source]
+        if item.source == "matched":
+            how = f"matched to `{item.rubric.question_id}` ({item.match_similarity:.2f})"
+        else:
+            how = "from the bank" if item.source == "bank" else "provisional checklist"
         lines.append(f"{n}. {escape_user_text(item.text)} · *{how}*")
     return "\n".join(lines)
 
@@ -209,9 +208,18 @@ def build_copilot_tab(bank: Bank, settings: Settings, history: History) -> None:
                 return after_plan_change(interview, 0 if interview.questions else None, "", request)
             return after_plan_change(interview, index, "", request)
 
-        up.click(lambda s, i, r: move(s, i, -1, r), [state, current], plan_outputs)
-        down.click(lambda s, i, r: move(s, i, 1, r), [state, current], plan_outputs)
-        remove.click(lambda s, i, r: move(s, i, 0, r), [state, current], plan_outputs)
+        def on_up(interview, index, request: gr.Request):
+            return move(interview, index, -1, request)
+
+        def on_down(interview, index, request: gr.Request):
+            return move(interview, index, 1, request)
+
+        def on_remove(interview, index, request: gr.Request):
+            return move(interview, index, 0, request)
+
+        up.click(on_up, [state, current], plan_outputs)
+        down.click(on_down, [state, current], plan_outputs)
+        remove.click(on_remove, [state, current], plan_outputs)
 
         def on_select(interview, index):
             item = item_of(interview, index)
