@@ -105,7 +105,8 @@ def evaluate_mohler(scorer: Scorer, path: Path, fit_assignments=range(1, 7)) -> 
         if qid not in rubrics:
             rubrics[qid] = inline_rubric(f"mohler-{qid}", row["question"], reference=row["reference_answer"])
     jobs = [(rubrics[r["question_id"]], r["student_answer_clean"] or r["student_answer"], None) for r in rows]
-    raw_arr = np.array([report.score for report in scorer.score_many(jobs)], dtype=float)
+    # Pearson needs the unclipped score: about half the gold grades are 5.0 and would pile up at 100.
+    raw_arr = np.array([report.raw for report in scorer.score_many(jobs)], dtype=float)
     gold = np.array([float(r["score_avg"]) for r in rows])
     assignment = np.array([int(r["assignment"]) for r in rows])
     fit = np.isin(assignment, list(fit_assignments))

@@ -140,6 +140,7 @@ class Report:
     message: str | None = None
     truncated: bool = False
     words: int = 0
+    raw: float = 0.0
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -226,7 +227,8 @@ class Scorer:
         holistic = float(whole @ vecs["__reference__"])
         reference_stems = content_stems(rubric.reference_text) - ctx.question_stems
         lexical = len(reference_stems & ctx.answer_stems) / len(reference_stems) if reference_stems else 0.0
-        score = self._score(covers, pitfalls, holistic, lexical)
+        raw = self._raw_score(covers, pitfalls, holistic, lexical)
+        score = round(float(np.clip(raw, 0, 100)))
         message = None
         n_words = len(answer.split())
         if truncated:
@@ -239,6 +241,7 @@ class Scorer:
             pitfalls,
             message=message,
             truncated=truncated,
+            raw=round(raw, 2),
             words=n_words,
         )
 
@@ -380,15 +383,17 @@ class Scorer:
             return False, None
         return True, (best.text, (best.start, best.end))
 
-    def _score(self, covers: list[CoverResult], pitfalls: list[PitfallResult], holistic: float, lexical: float) -> int:
+    def _raw_score(
+        self, covers: list[CoverResult], pitfalls: list[PitfallResult], holistic: float, lexical: float
+    ) -> float:
+        """The score before it is clipped to 0-100 (kept in reports as `raw`: correlations need it)."""
         if not covers:
-            return 0
+            return 0.0
         content = sum(0.0 if c.contradicted else c.strength for c in covers) / len(covers)
         w_content, w_holistic, w_lexical = SCORE_MIX
         mix = w_content * content + w_holistic * max(holistic, 0.0) + w_lexical * lexical
         score = 100.0 * (mix - SCORE_FLOOR) / (SCORE_CEIL - SCORE_FLOOR)
-        score -= MISCONCEPTION_PENALTY * sum(1 for p in pitfalls if p.flagged and p.kind == "misconception")
-        return round(float(np.clip(score, 0, 100)))
+        return score - MISCONCEPTION_PENALTY * sum(1 for p in pitfalls if p.flagged and p.kind == "misconception")
 
     def _empty(self, rubric: Rubric, message: str) -> Report:
         covers = [CoverResult(p.id, i, p.text, False, False, 0.0, None) for i, p in enumerate(rubric.covers, 1)]
