@@ -23,6 +23,9 @@ class Embedder(ABC):
 
     name: str = "embedder"
     batch_size: int = 64
+    # Texts handed to the backend per call: sentence-transformers sorts a call's texts by length
+    # before batching, so larger calls waste less padding.
+    call_size: int = 2048
     cache_size: int = 16384
 
     def __init__(self) -> None:
@@ -39,8 +42,8 @@ class Embedder(ABC):
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         fresh: dict[str, np.ndarray] = {}
-        for start in range(0, len(missing), self.batch_size):
-            chunk = missing[start : start + self.batch_size]
+        for start in range(0, len(missing), self.call_size):
+            chunk = missing[start : start + self.call_size]
             vectors = np.asarray(self.embed_batch(chunk), dtype=np.float32)
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.maximum(norms, 1e-12)

@@ -217,13 +217,14 @@ class Scorer:
             units = [Unit(answer.strip(), answer.index(answer.strip()), len(answer.rstrip()), "sentence")]
         vecs = self._rubric_vectors(rubric, stored or {})
         unit_vecs = self.embedder.embed([u.text for u in units])
+        # Apart from the units: batched with them, the long whole answer would pad every unit to its length.
+        whole = self.embedder.embed([answer])[0]
         points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
         ctx = _Context(
             answer, units, unit_vecs, vecs, unit_vecs @ points, content_stems(answer), content_stems(rubric.question)
         )
         covers = [self._cover(i, p, ctx) for i, p in enumerate(rubric.covers, 1)]
         pitfalls = [self._pitfall(i, p, ctx, covers) for i, p in enumerate(rubric.pitfalls, 1)]
-        whole = self.embedder.embed([answer])[0]
         holistic = float(whole @ vecs["__reference__"])
         reference_stems = content_stems(rubric.reference_text) - ctx.question_stems
         lexical = len(reference_stems & ctx.answer_stems) / len(reference_stems) if reference_stems else 0.0
@@ -245,17 +246,16 @@ class Scorer:
             words=n_words,
         )
 
-    def score_many(self, jobs: list[tuple[Rubric, str, dict | None]], chunk: int = 64) -> list[Report]:
+    def score_many(self, jobs: list[tuple[Rubric, str, dict | None]], chunk: int = 256) -> list[Report]:
         """Score many answers; their units are embedded together, a chunk of answers at a time."""
         reports: list[Report] = []
         for start in range(0, len(jobs), chunk):
             part = jobs[start : start + chunk]
-            texts = [
-                u.text
-                for _, answer, _ in part
-                if answer and answer.strip()
-                for u in split_units(truncate_words(answer, self.max_words)[0])
-            ]
+            texts = []
+            for _, answer, _ in part:
+                if answer and answer.strip():
+                    kept = truncate_words(answer, self.max_words)[0]
+                    texts += [u.text for u in split_units(kept)] + [kept]  # the units, and the whole answer
             self.embedder.embed(texts)  # one batched pass fills the cache that score() reads
             reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)
         return reports

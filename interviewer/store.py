@@ -169,7 +169,10 @@ class RubricStore:
             self._call(lambda: col.delete(ids=list(have)))
             have = {}
         stale = [i for i in have if i not in wanted]
-        todo = [it for it in wanted.values() if have.get(it.id, {}).get("hash") != it.digest]
+        # Sorted by length, so each batch pads little.
+        todo = sorted(
+            (it for it in wanted.values() if have.get(it.id, {}).get("hash") != it.digest), key=lambda it: len(it.text)
+        )
         if stale:
             self._call(lambda: col.delete(ids=stale))
         batch = 256
