@@ -1,14 +1,11 @@
-"""Run the benchmarks and print their tables: `python -m bench [scoring] [copilot] [practice]`."""
+"""Run the benchmarks and print their tables: `python -m bench [scoring] [copilot] [llm] [practice]`."""
 
 import sys
 
-from . import copilot, practice, scoring
+from . import copilot, llm, practice, scoring
 
 if __name__ == "__main__":
     only = sys.argv[1:]
-    if not only or "scoring" in only:
-        scoring.main()
-    if not only or "copilot" in only:
-        copilot.main()
-    if not only or "practice" in only:
-        practice.main()
+    for name, module in (("scoring", scoring), ("copilot", copilot), ("llm", llm), ("practice", practice)):
+        if not only or name in only:
+            module.main()

@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import percentile, print_table  # noqa: E402
+
 TRANSCRIPT = (
     "Okay so the training loop. First you iterate over the DataLoader, which gives you batches of inputs and "
     "targets, already shuffled if you asked for that. For each batch you do the forward pass, outputs equals "
@@ -37,11 +39,6 @@ TRANSCRIPT = (
     "big for memory you can accumulate gradients over several small batches and only call step and zero grad "
     "every few iterations, dividing the loss by the number of accumulation steps so the scale stays the same."
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main(rounds: int = 5) -> None:
@@ -81,10 +78,7 @@ def main(rounds: int = 5) -> None:
         ),
         ("ratio p95 / cold", f"{percentile(warm, 0.95) / statistics.median(cold):.2f}", ""),
     ]
-    print("\n## Co-pilot checklist update latency\n")
-    print("| measure | value | note |\n|---|---|---|")
-    for name, value, note in rows:
-        print(f"| {name} | {value} | {note} |")
+    print_table("Co-pilot checklist update latency", rows)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import print_table  # noqa: E402
 from tests.conftest import CHROMIUM_FLAGS, free_port, synthesize_wav, wait_for_port  # noqa: E402
 
 ANSWER = (
@@ -108,10 +109,7 @@ def main(repeats: int = 5) -> None:
         ("spoken 20 s: submit -> feedback shown (s)", f"{med(spoken_feedback):.3f}", ""),
         ("spoken 20 s: stop -> feedback, total (s)", f"{med(spoken_transcribe) + med(spoken_feedback):.2f}", ""),
     ]
-    print("\n## Practice benchmark (browser, end to end)\n")
-    print("| measure | median | note |\n|---|---|---|")
-    for name, value, note in rows:
-        print(f"| {name} | {value} | {note} |")
+    print_table("Practice benchmark (browser, end to end)", rows, "median")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
 
+from bench.common import percentile, print_table  # noqa: E402
+
 ANSWER_150 = (
     "A training step starts by taking a batch of inputs and targets from the DataLoader, which batches and "
     "shuffles the Dataset. The forward pass runs the model on the inputs to get predictions, and the loss "
@@ -32,11 +34,6 @@ ANSWER_150 = (
     "behave and no graph is built, which saves memory. At the end of each epoch I save the state_dict "
     "when the validation loss improves."
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def peak_rss_mb() -> float:
@@ -112,10 +109,7 @@ def main(repeats: int = 30) -> None:
     rows.append(("cold start to first score (s)", f"{cold_start_seconds(home):.1f}", ""))
     rows.append(("peak RSS (MB)", f"{peak_rss_mb():.0f}", "target < 1500"))
 
-    print("\n## Scoring benchmark\n")
-    print("| measure | value | note |\n|---|---|---|")
-    for name, value, note in rows:
-        print(f"| {name} | {value} | {note} |")
+    print_table("Scoring benchmark", rows)
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "scoring.json").write_text(json.dumps({n: v for n, v, _ in rows}, indent=2))

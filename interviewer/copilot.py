@@ -229,3 +229,63 @@ def scorecard_markdown(interview: Interview) -> str:
             lines += ["", "Notes:", "", "    " + q["notes"].replace("\n", "\n    ")]
         lines.append("")
     return "\n".join(lines)
+
+
+def llm_suggestions(llm, item: PlannedQuestion) -> tuple[list[dict], str]:
+    """Three ranked follow-ups from the LLM for the current transcript; the rubric's on any failure.
+    Returns the suggestions and a notice ("" when the LLM answered)."""
+    from .errors import LLMUnavailable
+    from .followups import LLM_NOTICE, validate_question
+    from .llm import quote_answer, render
+
+    report = item.last_report
+    if llm is None or report is None:
+        return item.suggestions, "" if llm else "No LLM configured: these follow-ups come from the rubric."
+    missed = "; ".join(c.text for c in report.covers if not item.overrides.get(c.id, c.covered)) or "none"
+    raised = "; ".join(p.text for p in report.pitfalls if p.flagged and p.id not in item.dismissed) or "none"
+    messages = render(
+        "copilot_suggestions", question=item.text, answer=quote_answer(item.transcript), missed=missed, flags=raised
+    )
+    try:
+        text = llm.complete(messages, max_tokens=160, temperature=0.0)
+        questions = []
+        for line in text.splitlines():
+            try:
+                q = validate_question(line.lstrip("0123456789.-) *"), item.rubric)
+            except LLMUnavailable:
+                continue
+            if q not in questions:
+                questions.append(q)
+        if not questions:
+            raise LLMUnavailable("the LLM suggested no usable question")
+    except LLMUnavailable as exc:
+        return item.suggestions, f"{LLM_NOTICE} ({exc})"
+    item.suggestions = [{"text": q, "source": "llm"} for q in questions[:3]]
+    return item.suggestions, ""
+
+
+JUMP_SIMILARITY = 0.6
+
+
+def detect_jump(svc: Interviewer, interview: Interview, item: PlannedQuestion) -> str | None:
+    """A notice when the latest sentence reads as an answer to another planned question."""
+    from .text import split_units
+
+    sentences = [u for u in split_units(item.transcript) if u.kind in ("sentence", "item")]
+    if not sentences or len(sentences[-1].text.split()) < 5:
+        return None
+    others = {q.rubric.question_id: n for n, q in enumerate(interview.questions, 1) if q is not item}
+    if not others:
+        return None
+    nearest = svc.store.nearest(sentences[-1].text, kind="cover", k=3)
+    own = {p.text for p in item.rubric.covers}
+    for match in nearest:
+        if match.text in own or match.similarity < JUMP_SIMILARITY:
+            return None
+        if match.question_id in others:
+            n = others[match.question_id]
+            return (
+                f"The last sentence sounds like an answer to question {n} ({interview.questions[n - 1].text}): "
+                "switch the current question if the candidate moved on."
+            )
+    return None

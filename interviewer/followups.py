@@ -72,7 +72,7 @@ def rubric_follow_up(rubric: Rubric, report: Report) -> dict | None:
 LLM_NOTICE = "LLM unavailable: rubric follow-up"
 
 
-def _validate_question(text: str, rubric: Rubric) -> str:
+def validate_question(text: str, rubric: Rubric) -> str:
     """One question of sensible length that does not copy the rubric; else LLMBadResponse."""
     from .llm import LLMBadResponse
 
@@ -124,7 +124,7 @@ def llm_follow_up(llm, rubric: Rubric, report: Report, answer: str, on_text=None
         if on_text:
             on_text(text)
     return {
-        "text": _validate_question(text, rubric),
+        "text": validate_question(text, rubric),
         "source": "llm",
         "target": (rubric_follow_up(rubric, report) or {}).get("target"),
     }

@@ -89,6 +89,16 @@ def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: floa
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Ask a server process to stop; kill it if it does not within `timeout` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+
+
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CHROMIUM_FLAGS, ROOT, free_port, wait_for_port
+from .conftest import CHROMIUM_FLAGS, ROOT, free_port, stop, wait_for_port
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -45,11 +45,7 @@ def running_app(home: Path, synced_index: Path):
             wait_for_port(port, proc, timeout=120)
             yield f"http://127.0.0.1:{port}"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 @pytest.fixture(scope="module")

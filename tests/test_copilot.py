@@ -99,3 +99,15 @@ def test_scorecards_are_saved_and_read_back(home, service):
     cards = History(home / "history.sqlite3").scorecards("local")
     assert len(cards) == 1 and cards[0]["recommendation"] == 3
     assert History(home / "history.sqlite3").scorecards("someone-else") == []
+
+
+def test_a_transcript_that_jumps_to_another_planned_question_raises_a_notice(service):
+    interview = copilot.Interview()
+    loop = copilot.plan_from_bank(service, "training-loop")
+    saving = copilot.plan_from_bank(service, "save-load")
+    interview.questions += [loop, saving]
+    copilot.update(service, loop, PART_ONE)
+    assert copilot.detect_jump(service, interview, loop) is None
+    copilot.update(service, loop, PART_ONE + " To save it you call torch.save on the model's state_dict.")
+    notice = copilot.detect_jump(service, interview, loop)
+    assert notice and "question 2" in notice

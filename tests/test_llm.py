@@ -195,3 +195,25 @@ def test_bank_draft_writes_a_reviewable_yaml_draft(llm_url, tmp_path):
 def test_bank_draft_without_an_llm_says_what_to_set(tmp_path):
     out = run_cli("bank", "draft", "What does torch.compile do?", "-o", str(tmp_path))
     assert out.returncode == 2 and "INTERVIEWER_LLM_MODEL" in out.stderr
+
+
+def test_copilot_asks_the_llm_for_ranked_follow_ups_or_falls_back(llm_url, service):
+    from interviewer import copilot
+
+    item = copilot.plan_from_bank(service, "training-loop")
+    copilot.update(service, item, ANSWER)
+    found, notice = copilot.llm_suggestions(OpenAICompatibleLLM(llm_url, MODEL_ID, read_timeout=60), item)
+    assert found and all(s["text"].endswith("?") for s in found)
+    assert all(s["source"] == "llm" for s in found) or notice.startswith(LLM_NOTICE)
+
+
+def test_copilot_llm_failure_keeps_the_rubric_follow_ups(misbehaving, service):
+    from interviewer import copilot
+
+    _Misbehaving.mode = "500"
+    item = copilot.plan_from_bank(service, "training-loop")
+    copilot.update(service, item, ANSWER)
+    rubric_ones = list(item.suggestions)
+    llm = OpenAICompatibleLLM(f"http://127.0.0.1:{misbehaving.server_port}/v1", "m", read_timeout=2)
+    found, notice = copilot.llm_suggestions(llm, item)
+    assert found == rubric_ones and rubric_ones and notice.startswith(LLM_NOTICE)

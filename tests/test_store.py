@@ -15,7 +15,7 @@ from interviewer.errors import StoreUnavailable
 from interviewer.settings import Settings
 from interviewer.store import RubricStore
 
-from .conftest import ROOT, free_port, wait_for_port
+from .conftest import ROOT, free_port, stop, wait_for_port
 
 pytestmark = pytest.mark.fresh_home
 
@@ -120,11 +120,7 @@ def chroma_server(tmp_path):
         wait_for_port(port, proc, timeout=60)
         yield port, proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def test_server_mode_uses_a_real_chroma_server_with_the_same_code(tmp_path, embedder, chroma_server, monkeypatch):

@@ -25,6 +25,7 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     bank = get_bank(settings.rubric_dir)
     with gr.Blocks(title="Interviewer") as demo:
         gr.Markdown("# Interviewer\nPractice technical interviews with rubric-based feedback, all on this machine.")
+        build_llm_status(settings)
         history = History(settings.home / "history.sqlite3")
         with gr.Tabs():
             build_practice_tab(bank, settings, history)
@@ -33,6 +34,28 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
             build_score_tab(bank, settings)
             build_bank_tab(bank)
     return demo
+
+
+def build_llm_status(settings: Settings) -> None:
+    """One line on the LLM: checked only when asked (GET /v1/models), never at start-up."""
+    from ..llm import llm_from_settings, not_configured_status
+
+    llm = llm_from_settings(settings)
+    if llm is None:
+        gr.Markdown(f"*{not_configured_status().message}*", elem_id="llm-status")
+        return
+    with gr.Row():
+        status = gr.Markdown(
+            f"*LLM configured: {llm.model}. Follow-ups fall back to the rubric if it fails.*", elem_id="llm-status"
+        )
+        check = gr.Button("Check the LLM", size="sm", elem_id="llm-check", scale=0)
+
+    def on_check():
+        result = llm.status()
+        mark = "ready" if result.model_found else ("reachable, model missing" if result.reachable else "unreachable")
+        return f"*LLM {mark}: {result.message}*"
+
+    check.click(on_check, None, status)
 
 
 def parse_auth(value: str) -> list[tuple[str, str]]:

@@ -132,6 +132,9 @@ def build_copilot_tab(bank: Bank, settings: Settings, history: History) -> None:
                 flags_md = gr.Markdown(elem_id="copilot-flags")
                 gr.Markdown("**Ask next**")
                 follow_md = gr.Markdown(elem_id="copilot-follow")
+                ask_llm = gr.Button(
+                    "Ask the LLM for follow-ups", size="sm", elem_id="copilot-ask-llm", visible=bool(settings.llm_model)
+                )
         notes = gr.Textbox(label="Your notes on this question", lines=2, elem_id="copilot-notes")
         gr.Markdown("### Scorecard")
         with gr.Row():
@@ -236,7 +239,8 @@ def build_copilot_tab(bank: Bank, settings: Settings, history: History) -> None:
             except InterviewerError as exc:
                 return (*_live_views(item), f"**The checklist could not update:** {exc} The transcript is kept.")
             notice = "" if (text or "").strip() else "The transcript is empty."
-            return (*_live_views(item), save(interview, request) or notice)
+            jump = copilot.detect_jump(get_service(settings), interview, item) if notice == "" else None
+            return (*_live_views(item), save(interview, request) or jump or notice)
 
         transcript.change(
             on_transcript,
@@ -307,3 +311,13 @@ def build_copilot_tab(bank: Bank, settings: Settings, history: History) -> None:
             return [str(md), str(js)], ""
 
         export.click(on_export, [state], [files, live_notice])
+
+        def on_ask_llm(interview, index):
+            item = item_of(interview, index)
+            if item is None or not item.transcript.strip():
+                return gr.update(), "Wait for some of the answer first."
+            found, notice = copilot.llm_suggestions(get_service(settings).llm, item)
+            text = "\n".join(f"{n}. {escape_user_text(s['text'])} *({s['source']})*" for n, s in enumerate(found, 1))
+            return text or "No follow-up needed yet.", notice
+
+        ask_llm.click(on_ask_llm, [state, current], [follow_md, live_notice])
