@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import print_table  # noqa: E402
 from tests.conftest import free_port, stop, wait_for_port  # noqa: E402
-from tests.llm_server import MODEL_ID  # noqa: E402
+from tests.llm_server import MODEL_ID, wait_until_ready  # noqa: E402
 
 ANSWER = "You loop over the DataLoader, call model(inputs), compute the loss and call optimizer.step()."
 
@@ -28,8 +28,8 @@ ANSWER = "You loop over the DataLoader, call model(inputs), compute the loss and
 def main(repeats: int = 5) -> None:
     import openai
 
-    from interviewer.followups import suggest_follow_up
-    from interviewer.llm import OpenAICompatibleLLM, quote_answer, render
+    from interviewer.followups import follow_up_messages, suggest_follow_up
+    from interviewer.llm import OpenAICompatibleLLM
     from interviewer.service import Interviewer
 
     os.environ["INTERVIEWER_HOME"] = tempfile.mkdtemp(prefix="interviewer-bench-llm-")
@@ -46,17 +46,10 @@ def main(repeats: int = 5) -> None:
     try:
         wait_for_port(port, server, timeout=60)
         url = f"http://127.0.0.1:{port}/v1"
+        wait_until_ready(url)
         client = openai.OpenAI(base_url=url, api_key="not-needed", timeout=60, max_retries=0)
         llm = OpenAICompatibleLLM(url, MODEL_ID, read_timeout=60)
-        messages = render(
-            "follow_up",
-            question=rubric.question,
-            answer=quote_answer(ANSWER),
-            covered="-",
-            missed="-",
-            flags="-",
-            target=rubric.covers[3].text,
-        )
+        messages = follow_up_messages(rubric, report, ANSWER)  # exactly what the app sends
         raw_first, raw_total, app_first, app_total = [], [], [], []
         for _ in range(repeats):
             t = time.perf_counter()

@@ -102,14 +102,14 @@ def _target_of(rubric: Rubric, report: Report) -> str:
     return target
 
 
-def llm_follow_up(llm, rubric: Rubric, report: Report, answer: str, on_text=None) -> dict:
-    """Ask the LLM for one follow-up, streaming its text to `on_text`; raises LLMUnavailable."""
+def follow_up_messages(rubric: Rubric, report: Report, answer: str) -> list[dict]:
+    """The chat messages that ask an LLM for one follow-up (prompts/follow_up.txt)."""
     from .llm import quote_answer, render
 
     covered = "; ".join(c.text for c in report.covers if c.covered) or "none"
     missed = "; ".join(c.text for c in report.covers if not c.covered) or "none"
     flags = "; ".join(p.text for p in report.pitfalls if p.flagged) or "none"
-    messages = render(
+    return render(
         "follow_up",
         question=rubric.question,
         answer=quote_answer(answer),
@@ -118,6 +118,11 @@ def llm_follow_up(llm, rubric: Rubric, report: Report, answer: str, on_text=None
         flags=flags,
         target=_target_of(rubric, report),
     )
+
+
+def llm_follow_up(llm, rubric: Rubric, report: Report, answer: str, on_text=None) -> dict:
+    """Ask the LLM for one follow-up, streaming its text to `on_text`; raises LLMUnavailable."""
+    messages = follow_up_messages(rubric, report, answer)
     text = ""
     for piece in llm.stream(messages, max_tokens=80, temperature=0.0):
         text += piece

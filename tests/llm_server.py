@@ -40,3 +40,21 @@ def main(port: int) -> None:
 
 if __name__ == "__main__":
     main(int(sys.argv[1]))
+
+
+def wait_until_ready(base_url: str, timeout: float = 60.0) -> None:
+    """llama.cpp's server answers 503 while the model loads: wait for /health to say 200."""
+    import urllib.error
+    import urllib.request
+
+    health = base_url.rstrip("/").removesuffix("/v1") + "/health"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(health, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"the LLM server at {base_url} was not ready after {timeout}s")

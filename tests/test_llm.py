@@ -23,7 +23,7 @@ from interviewer.service import Interviewer
 from interviewer.settings import Settings
 
 from .conftest import ROOT, free_port, run_cli, wait_for_port
-from .llm_server import MODEL_ID
+from .llm_server import MODEL_ID, wait_until_ready
 
 ANSWER = "You loop over the DataLoader, call model(inputs), compute the loss and call optimizer.step()."
 
@@ -43,6 +43,7 @@ def llm_url():
     )
     try:
         wait_for_port(port, proc, timeout=60)
+        wait_until_ready(f"http://127.0.0.1:{port}/v1")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         proc.kill()
