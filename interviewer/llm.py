@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,6 +175,3 @@ def render(name: str, **fields: str) -> list[dict]:
     for key, value in fields.items():
         user = user.replace("{" + key + "}", value)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-StreamCallback = Callable[[str], None]

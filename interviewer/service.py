@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from .bank import Bank, get_bank
 from .embeddings import get_embedder
-from .followups import rubric_follow_up, suggest_follow_up
+from .followups import suggest_follow_up
 from .llm import llm_from_settings
 from .scoring import Report, Rubric, RubricPitfall, RubricPoint, Scorer
 from .settings import Settings
@@ -92,11 +92,6 @@ class Interviewer:
             report = self.scorer.score(rubric, answer, self.store.vectors_for(question_id))
         llm = self.llm if use_llm else None
         report.follow_up = suggest_follow_up(rubric, report, answer or "", llm, on_follow_up_text)
-        return report
-
-    def score_inline(self, rubric: Rubric, answer: str) -> Report:
-        report = self.scorer.score(rubric, answer)
-        report.follow_up = rubric_follow_up(rubric, report)
         return report
 
 
