@@ -7,11 +7,13 @@ caller is told, and nothing already answered is lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +65,25 @@ class Attempt:
     id: int | None = None
 
 
+ATTEMPT_COLUMNS = (
+    "id",
+    "profile",
+    "session_id",
+    "mode",
+    "kind",
+    "question_id",
+    "topic",
+    "question",
+    "answer",
+    "transcript",
+    "score",
+    "grade",
+    "report",
+    "delivery",
+    "created_at",
+)
+
+
 class HistoryUnavailable(Exception):
     """The history database could not be written; the attempt is kept in memory meanwhile."""
 
@@ -74,47 +95,40 @@ class History:
         self.path = Path(path)
         self.pending: list[Attempt] = []
         self._lock = threading.Lock()
+        self._ready = False
 
-    def _connect(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside one transaction; the schema is created once per History, not per call."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():  # removed behind our back: create the schema again
+            self._ready = False
         conn = sqlite3.connect(self.path, timeout=2.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(SCHEMA)
-        return conn
+        try:
+            if not self._ready:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(SCHEMA)
+                self._ready = True
+            with conn:
+                yield conn
+        finally:
+            conn.close()
 
     def save(self, attempt: Attempt) -> Attempt:
         """Write the attempt (and any held back earlier); raises HistoryUnavailable if it cannot."""
         with self._lock:
             self.pending.append(attempt)
+            columns = [c for c in ATTEMPT_COLUMNS if c != "id"]
+            sql = f"INSERT INTO attempts ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
             try:
-                conn = self._connect()
-                try:
-                    with conn:
-                        for a in self.pending:
-                            cur = conn.execute(
-                                "INSERT INTO attempts (profile, session_id, mode, kind, question_id, topic, question,"
-                                " answer, transcript, score, grade, report, delivery, created_at)"
-                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                (
-                                    a.profile,
-                                    a.session_id,
-                                    a.mode,
-                                    a.kind,
-                                    a.question_id,
-                                    a.topic,
-                                    a.question,
-                                    a.answer,
-                                    a.transcript,
-                                    a.score,
-                                    a.grade,
-                                    json.dumps(a.report),
-                                    json.dumps(a.delivery) if a.delivery else None,
-                                    a.created_at,
-                                ),
-                            )
-                            a.id = cur.lastrowid
-                finally:
-                    conn.close()
+                with self._db() as conn:
+                    for a in self.pending:
+                        values = {
+                            **a.__dict__,
+                            "report": json.dumps(a.report),
+                            "delivery": json.dumps(a.delivery) if a.delivery else None,
+                        }
+                        a.id = conn.execute(sql, [values[c] for c in columns]).lastrowid
             except sqlite3.Error as exc:
                 raise HistoryUnavailable(
                     f"could not save to {self.path} ({exc}); the attempt is kept and will be saved with the next one"
@@ -123,68 +137,40 @@ class History:
             return attempt
 
     def attempts(self, profile: str) -> list[Attempt]:
-        conn = self._connect()
-        try:
+        with self._db() as conn:
             rows = conn.execute(
-                "SELECT id, profile, session_id, mode, kind, question_id, topic, question, answer, transcript,"
-                " score, grade, report, delivery, created_at FROM attempts WHERE profile = ? ORDER BY created_at, id",
+                f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts WHERE profile = ? ORDER BY created_at, id",
                 (profile,),
             ).fetchall()
-        finally:
-            conn.close()
-        return [
-            Attempt(
-                id=r[0],
-                profile=r[1],
-                session_id=r[2],
-                mode=r[3],
-                kind=r[4],
-                question_id=r[5],
-                topic=r[6],
-                question=r[7],
-                answer=r[8],
-                transcript=r[9],
-                score=r[10],
-                grade=r[11],
-                report=json.loads(r[12]),
-                delivery=json.loads(r[13]) if r[13] else None,
-                created_at=r[14],
-            )
-            for r in rows
-        ]
+        out = []
+        for row in rows:
+            values = dict(zip(ATTEMPT_COLUMNS, row, strict=True))
+            values["report"] = json.loads(values["report"])
+            values["delivery"] = json.loads(values["delivery"]) if values["delivery"] else None
+            out.append(Attempt(**values))
+        return out
 
     def save_scorecard(self, interview_id: str, owner: str, candidate: str, data: dict) -> None:
         """Insert or replace an interview's scorecard; raises HistoryUnavailable if it cannot."""
         try:
-            conn = self._connect()
-            try:
-                with conn:
-                    conn.execute(
-                        "INSERT INTO scorecards (interview_id, owner, candidate, data, updated_at) VALUES (?,?,?,?,?)"
-                        " ON CONFLICT(interview_id) DO UPDATE SET candidate=excluded.candidate, data=excluded.data,"
-                        " updated_at=excluded.updated_at",
-                        (interview_id, owner, candidate, json.dumps(data), time.time()),
-                    )
-            finally:
-                conn.close()
+            with self._db() as conn:
+                conn.execute(
+                    "INSERT INTO scorecards (interview_id, owner, candidate, data, updated_at) VALUES (?,?,?,?,?)"
+                    " ON CONFLICT(interview_id) DO UPDATE SET candidate=excluded.candidate, data=excluded.data,"
+                    " updated_at=excluded.updated_at",
+                    (interview_id, owner, candidate, json.dumps(data), time.time()),
+                )
         except sqlite3.Error as exc:
             raise HistoryUnavailable(f"could not save the scorecard to {self.path} ({exc})") from None
 
     def scorecards(self, owner: str) -> list[dict]:
-        conn = self._connect()
-        try:
+        with self._db() as conn:
             rows = conn.execute("SELECT data FROM scorecards WHERE owner = ? ORDER BY updated_at", (owner,)).fetchall()
-        finally:
-            conn.close()
         return [json.loads(r[0]) for r in rows]
 
     def delete_profile(self, profile: str) -> int:
-        conn = self._connect()
-        try:
-            with conn:
-                return conn.execute("DELETE FROM attempts WHERE profile = ?", (profile,)).rowcount
-        finally:
-            conn.close()
+        with self._db() as conn:
+            return conn.execute("DELETE FROM attempts WHERE profile = ?", (profile,)).rowcount
 
 
 @dataclass

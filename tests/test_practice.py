@@ -84,7 +84,7 @@ def test_a_locked_database_keeps_the_attempt_and_saves_it_later(home):
 
 def test_record_tells_the_user_when_saving_failed(home, bank):
     history = History(home / "history.sqlite3")
-    history._connect().close()
+    history.attempts("ann")  # creates the database file
     (home / "history.sqlite3").chmod(0o444)
     (home).chmod(0o555)
     try:
