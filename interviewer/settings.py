@@ -47,6 +47,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "INTERVIEWER_AUTH", "", "user:password pairs, comma-separated, required to bind to a non-loopback address."
     ),
+    Setting(
+        "INTERVIEWER_AUTH_FILE",
+        "",
+        "File of users, one `user:password` per line (`#` comments); used with or instead of INTERVIEWER_AUTH.",
+    ),
+    Setting(
+        "INTERVIEWER_HISTORY_URL",
+        "",
+        "History database: empty means SQLite in the data directory; `postgresql://...` shares one across replicas.",
+        secret=True,
+    ),
+    Setting(
+        "INTERVIEWER_CONCURRENCY", "4", "Requests the app works on at once; the rest wait in a queue that shows their place."
+    ),
     Setting("GRADIO_SERVER_NAME", "127.0.0.1", "Address the app binds to."),
     Setting("GRADIO_SERVER_PORT", "7860", "Port the app listens on."),
 )
@@ -73,7 +87,10 @@ class Settings:
     def __init__(self, env: dict[str, str] | None = None, dotenv: Path | None = Path(".env")):
         env = dict(os.environ) if env is None else env
         file_values = _read_dotenv(dotenv) if dotenv else {}
-        self._values = {s.name: env.get(s.name, file_values.get(s.name, s.default)) for s in SETTINGS}
+        # Secrets come from the environment only, never from a file in the working directory.
+        self._values = {
+            s.name: env.get(s.name, s.default if s.secret else file_values.get(s.name, s.default)) for s in SETTINGS
+        }
 
     def get(self, name: str) -> str:
         if name not in _BY_NAME:
@@ -140,6 +157,19 @@ class Settings:
     @property
     def auth(self) -> str:
         return self.get("INTERVIEWER_AUTH")
+
+    @property
+    def auth_file(self) -> Path | None:
+        value = self.get("INTERVIEWER_AUTH_FILE")
+        return Path(value).expanduser() if value else None
+
+    @property
+    def history_url(self) -> str:
+        return self.get("INTERVIEWER_HISTORY_URL")
+
+    @property
+    def concurrency(self) -> int:
+        return max(1, int(self.get("INTERVIEWER_CONCURRENCY")))
 
 
 def settings_table_markdown() -> str:
