@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,7 +70,9 @@ def service(home):
     from interviewer.service import Interviewer
     from interviewer.settings import Settings
 
-    return Interviewer(Settings())
+    svc = Interviewer(Settings())
+    yield svc
+    svc.close()
 
 
 def free_port() -> int:
@@ -97,6 +101,70 @@ def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=timeout)
+
+
+def start_app(home: Path, synced_index: Path | None = None, **extra_env: str) -> tuple[subprocess.Popen, str]:
+    """Start `python app.py` on a free loopback port with this data directory; wait until it listens.
+
+    The home starts with a copy of the synced index when given one; `extra_env` adds settings."""
+    port = free_port()
+    home.mkdir(parents=True, exist_ok=True)
+    if synced_index is not None and not (home / "chroma").exists():
+        shutil.copytree(synced_index, home / "chroma")
+    env = {
+        **os.environ,
+        "INTERVIEWER_HOME": str(home),
+        "GRADIO_SERVER_PORT": str(port),
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+    }
+    for name in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "INTERVIEWER_LLM_MODEL",
+        "CHROMA_HOST",
+        "INTERVIEWER_AUTH",
+        "INTERVIEWER_AUTH_FILE",
+        "INTERVIEWER_HISTORY_URL",
+    ):
+        env.pop(name, None)
+    env.update(extra_env)
+    with open(home / "app.log", "a") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, proc, timeout=180)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc, f"http://127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def running_app(home: Path, synced_index: Path | None = None, **extra_env: str) -> Iterator[str]:
+    """`start_app`, stopped afterwards."""
+    proc, url = start_app(home, synced_index, **extra_env)
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def chroma_server(tmp_path) -> Iterator[tuple[int, subprocess.Popen]]:
+    """A real `chroma run` server on loopback, with its data in this test's folder."""
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists():
+        pytest.skip("the chroma command is not installed in this environment")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(tmp_path / "chroma-server")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc, timeout=60)
+        yield port, proc
+    finally:
+        stop(proc)
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -136,3 +204,15 @@ def synthesize_wav(text: str, path: Path, rate: int = 44_100, pad_seconds: float
         w.writeframes(np.clip(samples, -32768, 32767).astype(np.int16).tobytes())
     raw.unlink()
     return path
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on loopback for this session, or a skip that says why there is none."""
+    from tests.postgres import postgres_server, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with postgres_server(free_port()) as url:
+        yield url

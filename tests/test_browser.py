@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from .conftest import CHROMIUM_FLAGS, ROOT, free_port, stop, wait_for_port
+from .conftest import CHROMIUM_FLAGS, running_app
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -23,29 +19,6 @@ pytestmark = [
         reason="Debian's chromium is not installed (.ci/run installs it)",
     ),
 ]
-
-
-@contextlib.contextmanager
-def running_app(home: Path, synced_index: Path):
-    """`python app.py` on a free loopback port with this data directory, stopped afterwards."""
-    port = free_port()
-    if not (home / "chroma").exists():
-        shutil.copytree(synced_index, home / "chroma")
-    env = {
-        **os.environ,
-        "INTERVIEWER_HOME": str(home),
-        "GRADIO_SERVER_PORT": str(port),
-        "GRADIO_SERVER_NAME": "127.0.0.1",
-    }
-    for name in ("OPENAI_BASE_URL", "INTERVIEWER_LLM_MODEL", "CHROMA_HOST"):
-        env.pop(name, None)
-    with open(home / "app.log", "a") as log:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_for_port(port, proc, timeout=120)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            stop(proc)
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from interviewer.errors import StoreUnavailable
 from interviewer.settings import Settings
 from interviewer.store import RubricStore
 
-from .conftest import ROOT, free_port, stop, wait_for_port
+from .conftest import ROOT, free_port
 
 pytestmark = pytest.mark.fresh_home
 
@@ -103,24 +101,6 @@ def test_a_corrupted_embedded_index_is_rebuilt_from_the_bank(tmp_path, embedder,
     stats = store.sync(load_bank(folder))
     assert stats["embedded"] == stats["total"]
     assert "autograd.c1" in store.vectors_for("autograd")
-
-
-@pytest.fixture
-def chroma_server(tmp_path):
-    chroma = Path(sys.executable).parent / "chroma"
-    if not chroma.exists():
-        pytest.skip("the chroma command is not installed in this environment")
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(chroma), "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(tmp_path / "server")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc, timeout=60)
-        yield port, proc
-    finally:
-        stop(proc)
 
 
 def test_server_mode_uses_a_real_chroma_server_with_the_same_code(tmp_path, embedder, chroma_server, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import gradio as gr
 
@@ -26,14 +27,23 @@ def build_app(settings: Settings | None = None) -> gr.Blocks:
     with gr.Blocks(title="Interviewer") as demo:
         gr.Markdown("# Interviewer\nPractice technical interviews with rubric-based feedback, all on this machine.")
         build_llm_status(settings)
-        history = History(settings.home / "history.sqlite3")
+        history = History.from_settings(settings)
         with gr.Tabs():
-            build_practice_tab(bank, settings, history)
-            build_progress_tab(history)
+            profiles = [build_practice_tab(bank, settings, history), build_progress_tab(history)]
             build_copilot_tab(bank, settings, history)
             build_score_tab(bank, settings)
             build_bank_tab(bank)
+        demo.load(signed_in_profile, None, profiles)
     return demo
+
+
+def signed_in_profile(request: gr.Request):
+    """Signed in, the profile is the user's own and cannot be changed; on one's own laptop it is a free name."""
+    user = getattr(request, "username", None)
+    if not user:
+        return gr.update(), gr.update()
+    fixed = gr.update(value=user, interactive=False, label="Profile (signed in)")
+    return fixed, fixed
 
 
 def build_llm_status(settings: Settings) -> None:
@@ -68,6 +78,38 @@ def parse_auth(value: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def read_auth_file(path: Path) -> list[tuple[str, str]]:
+    """Users from a file, one `user:password` per line; blank lines and `#` comments are skipped."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read INTERVIEWER_AUTH_FILE {path}: {exc}") from None
+    pairs = []
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        user, sep, password = line.partition(":")
+        if not sep or not user.strip() or not password:
+            # The message names the line, never its text, which may hold a password.
+            raise ValueError(f"{path}:{n}: a user line must look like user:password")
+        pairs.append((user.strip(), password))
+    return pairs
+
+
+def credentials(settings: Settings) -> list[tuple[str, str]]:
+    """Every user allowed in: INTERVIEWER_AUTH and INTERVIEWER_AUTH_FILE together; a user named twice is an error."""
+    pairs = parse_auth(settings.auth)
+    if settings.auth_file:
+        pairs += read_auth_file(settings.auth_file)
+    seen = set()
+    for user, _ in pairs:
+        if user in seen:
+            raise ValueError(f"user {user!r} is defined twice (INTERVIEWER_AUTH and INTERVIEWER_AUTH_FILE together)")
+        seen.add(user)
+    return pairs
+
+
 def prepare(settings: Settings) -> None:
     """Load the model and sync the rubric index before serving, with progress on the console."""
     from tqdm import tqdm
@@ -99,16 +141,17 @@ def prepare(settings: Settings) -> None:
 def launch(demo: gr.Blocks, settings: Settings) -> None:
     host, port = settings.server_name, settings.server_port
     try:
-        auth = parse_auth(settings.auth) or None
+        auth = credentials(settings) or None
     except ValueError as exc:
         sys.exit(f"error: {exc}")
     if host not in LOOPBACK and not auth:
         sys.exit(
-            f"error: refusing to serve on {host} without credentials. Set INTERVIEWER_AUTH=user:password, "
-            "or leave GRADIO_SERVER_NAME at 127.0.0.1."
+            f"error: refusing to serve on {host} without credentials. Set INTERVIEWER_AUTH=user:password "
+            "or INTERVIEWER_AUTH_FILE, or leave GRADIO_SERVER_NAME at 127.0.0.1."
         )
     prepare(settings)
-    demo.queue(default_concurrency_limit=4).launch(
+    # Requests beyond the concurrency limit wait in Gradio's queue, which shows each user their place in line.
+    demo.queue(default_concurrency_limit=settings.concurrency).launch(
         server_name=host,
         server_port=port,
         auth=auth,

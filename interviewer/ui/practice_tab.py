@@ -65,7 +65,8 @@ def _stream_follow_up(svc, rubric, report, answer):
     yield result.get("follow")
 
 
-def build_practice_tab(bank: Bank, settings: Settings, history: History) -> None:
+def build_practice_tab(bank: Bank, settings: Settings, history: History) -> gr.Textbox:
+    """The Practice tab; returns its profile box, which the app fills with the signed-in user."""
     with gr.Tab("Practice", id="practice"):
         state = gr.State(None)
         with gr.Row():
@@ -268,3 +269,4 @@ def build_practice_tab(bank: Bank, settings: Settings, history: History) -> None
             return gr.update(visible=True), "\n".join(lines), frame, [str(md), str(js)], ""
 
         end.click(on_end, [state], [done_box, summary_md, chart, files, notice])
+    return profile

@@ -9,9 +9,11 @@ import pandas as pd
 
 from ..history import History, progress
 from .practice_tab import profile_name
+from .render import escape_user_text
 
 
-def build_progress_tab(history: History) -> None:
+def build_progress_tab(history: History) -> gr.Textbox:
+    """The Progress tab; returns its profile box, which the app fills with the signed-in user."""
     with gr.Tab("Progress", id="progress"):
         with gr.Row():
             profile = gr.Textbox(label="Profile", value="me", elem_id="progress-profile", scale=3)
@@ -32,8 +34,9 @@ def build_progress_tab(history: History) -> None:
         def on_load(name: str, request: gr.Request):
             who = profile_name(name, request)
             p = progress(history.attempts(who))
+            shown = escape_user_text(who)
             if not p.attempts:
-                return f"No attempts yet for **{who}**: answer a question in Practice.", None, None, None
+                return f"No attempts yet for **{shown}**: answer a question in Practice.", None, None, None
             times = pd.DataFrame(
                 {
                     "when": [dt.datetime.fromtimestamp(t) for t, _, _ in p.over_time],
@@ -42,7 +45,7 @@ def build_progress_tab(history: History) -> None:
             )
             topics = pd.DataFrame({"topic": list(p.by_topic), "score": list(p.by_topic.values())})
             rows = [[text, n] for _, text, n in p.most_missed]
-            return f"**{who}**: {p.attempts} answer(s).", times, topics, rows
+            return f"**{shown}**: {p.attempts} answer(s).", times, topics, rows
 
         load.click(on_load, [profile], [info, over_time, by_topic, missed])
 
@@ -51,6 +54,7 @@ def build_progress_tab(history: History) -> None:
             if not sure:
                 return "Tick the box to confirm: deleting history cannot be undone.", gr.update()
             n = history.delete_profile(who)
-            return f"Deleted {n} attempt(s) of **{who}**.", False
+            return f"Deleted {n} attempt(s) of **{escape_user_text(who)}**.", False
 
         delete.click(on_delete, [profile, confirm], [info, confirm])
+    return profile
