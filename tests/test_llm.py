@@ -14,6 +14,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -22,7 +23,7 @@ from interviewer.llm import OpenAICompatibleLLM, quote_answer, render
 from interviewer.service import Interviewer
 from interviewer.settings import Settings
 
-from .conftest import ROOT, free_port, run_cli, wait_for_port
+from .conftest import ROOT, free_port, run_cli, start_app, stop, wait_for_port
 from .llm_server import MODEL_ID, wait_until_ready
 
 ANSWER = "You loop over the DataLoader, call model(inputs), compute the loss and call optimizer.step()."
@@ -105,6 +106,7 @@ def test_prompt_injection_does_not_change_the_local_score(service):
 
 class _Misbehaving(BaseHTTPRequestHandler):
     mode = "hang"
+    seen_keys: ClassVar[list[str]] = []
 
     def log_message(self, *args):
         pass
@@ -117,10 +119,20 @@ class _Misbehaving(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        _Misbehaving.seen_keys.append(self.headers.get("Authorization", ""))
+        if self.mode == "401-echo":  # a careless server that repeats the key in its error
+            return self._json(
+                401, json.dumps({"error": {"message": f"bad key {self.headers['Authorization']}"}}).encode()
+            )
         self._json(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode())
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        _Misbehaving.seen_keys.append(self.headers.get("Authorization", ""))
+        if self.mode == "401-echo":
+            return self._json(
+                401, json.dumps({"error": {"message": f"bad key {self.headers['Authorization']}"}}).encode()
+            )
         if self.mode == "hang":
             time.sleep(30)
             return
@@ -218,3 +230,41 @@ def test_copilot_llm_failure_keeps_the_rubric_follow_ups(misbehaving, service):
     llm = OpenAICompatibleLLM(f"http://127.0.0.1:{misbehaving.server_port}/v1", "m", read_timeout=2)
     found, notice = copilot.llm_suggestions(llm, item)
     assert found == rubric_ones and rubric_ones and notice.startswith(LLM_NOTICE)
+
+
+def test_the_api_key_never_reaches_logs_exports_errors_or_the_browser(misbehaving, tmp_path, synced_index):
+    """The app is run end to end against a server that echoes the key in its errors; then every byte the
+    browser received, every file the app wrote and its whole log are searched for the key."""
+    import httpx
+    from gradio_client import Client
+
+    key = "sk-test-" + "7f3a9c1e5b2d4680" * 2
+    _Misbehaving.mode, _Misbehaving.seen_keys = "401-echo", []
+    home = tmp_path / "home"
+    proc, url = start_app(
+        home,
+        synced_index,
+        OPENAI_BASE_URL=f"http://127.0.0.1:{misbehaving.server_port}/v1",
+        OPENAI_API_KEY=key,
+        INTERVIEWER_LLM_MODEL="m",
+    )
+    try:
+        received = [httpx.get(url).text, httpx.get(f"{url}/config").text]
+        client = Client(url, verbose=False)
+        received.append(str(client.view_api(return_format="dict")))
+        received.append(str(client.predict(api_name="/on_check")))
+        received.append(str(client.predict("kim", [], "any", 1, "bank order", api_name="/on_start")))
+        received.append(str(client.predict(ANSWER, None, [], api_name="/on_submit")))
+        done = client.predict(api_name="/on_end")
+        received.append(str(done))
+        exports = [Path(f["value"] if isinstance(f, dict) and "value" in f else f) for f in done[-2]]
+        received += [p.read_text(errors="replace") for p in exports]
+    finally:
+        stop(proc)
+    assert any(key in header for header in _Misbehaving.seen_keys)  # the key was really in use
+    assert "LLM" in received[3]  # the status line said what went wrong, without the key
+    written = [p.read_text(errors="replace") for p in home.rglob("*") if p.is_file() and p.stat().st_size < 5_000_000]
+    assert written and exports
+    for text in received + written:
+        assert key not in text
+        assert key[8:24] not in text  # not even a piece of it

@@ -61,7 +61,7 @@ def test_two_replicas_share_the_chroma_server_and_postgres_history(tmp_path, chr
 def test_a_wrong_password_gets_no_access(tmp_path, synced_index):
     proc, url = start_app(tmp_path / "home", synced_index, INTERVIEWER_AUTH=USERS)
     try:
-        with pytest.raises(Exception, match="(?i)incorrect|invalid|login|credentials"):
+        with pytest.raises(Exception, match=r"(?i)incorrect|invalid|login|credentials"):
             _client(url, "ann", "wrong")
     finally:
         stop(proc)
