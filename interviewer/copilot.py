@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from .followups import rubric_follow_up
+from .markup import escape_markdown
 from .scoring import Report, Rubric, RubricPoint
 from .service import Interviewer
 
@@ -206,25 +207,26 @@ def scorecard_json(interview: Interview) -> str:
 def scorecard_markdown(interview: Interview) -> str:
     card = scorecard(interview)
     rec = card["recommendation"]
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(card["started"]))
     lines = [
-        f"# Interview scorecard: {card['candidate'] or 'candidate'}",
+        f"# Interview scorecard: {escape_markdown(card['candidate'] or 'candidate')}",
         "",
-        f"Role: {card['role'] or '-'} · {time.strftime('%Y-%m-%d %H:%M', time.localtime(card['started']))}",
+        f"Role: {escape_markdown(card['role'] or '-')} · {started}",
         f"Recommendation (interviewer): {rec if rec else 'not given'} / 5",
         "",
     ]
     if card["summary"]:
         lines += ["Summary:", "", "    " + card["summary"].replace("\n", "\n    "), ""]
     for n, q in enumerate(card["questions"], 1):
-        lines += [f"## {n}. {q['question']}", "", f"Score {q['score']}/100 · {q['source']}", ""]
+        lines += [f"## {n}. {escape_markdown(q['question'])}", "", f"Score {q['score']}/100 · {q['source']}", ""]
         for r in q["checklist"]:
             mark = "x" if r["final"] else " "
             who = " (interviewer)" if r["interviewer"] is not None else ""
             origin = f" [from {r['origin']}]" if r["origin"] else ""
-            lines.append(f"- [{mark}] {r['text']}{who}{origin}")
+            lines.append(f"- [{mark}] {escape_markdown(r['text'])}{who}{origin}")
         for f in q["flags"]:
             state = "dismissed by interviewer" if f["dismissed"] else "flag"
-            lines.append(f"- {state}: {f['text']} → {f['correction']}")
+            lines.append(f"- {state}: {escape_markdown(f['text'])} → {escape_markdown(f['correction'] or '')}")
         if q["notes"]:
             lines += ["", "Notes:", "", "    " + q["notes"].replace("\n", "\n    ")]
         lines.append("")

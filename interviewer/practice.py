@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from .bank import Bank, Question
 from .history import Attempt, History, HistoryUnavailable
+from .markup import escape_markdown
 from .scoring import Rubric
 
 ORDERS = ("adaptive", "random", "bank order")
@@ -185,10 +186,11 @@ def _md_text(text: str) -> str:
 
 def export_markdown(session: PracticeSession, bank: Bank) -> str:
     s = summary(session, bank)
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.started))
     lines = [
         f"# Practice session {session.id}",
         "",
-        f"Profile: {session.profile} · started {time.strftime('%Y-%m-%d %H:%M', time.localtime(session.started))}",
+        f"Profile: {escape_markdown(session.profile)} · started {started}",
         f" · {s['answered']} question(s) answered",
         "",
         "## Scores by topic",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 
@@ -256,3 +257,118 @@ def test_copilot_plan_live_checklist_override_and_scorecard(app_url, page):
     assert "The loop iterates over a DataLoader to get batches of inputs and targets." in first["missed"]
     assert card["candidate"] == "Dana" and card["recommendation"] == 4
     assert card["questions"][1]["source"] == "matched"
+
+
+HOSTILE = (
+    '<script>window.pwned=1</script><img src=x onerror="window.pwned=2"> '
+    "[click](javascript:window.pwned=3) **bold** <iframe src=javascript:window.pwned=4></iframe> " + "x" * 3000
+)
+
+
+def _file_texts(page, app_url, files_selector: str) -> dict[str, str]:
+    links = page.locator(f"{files_selector} a")
+    links.first.wait_for()
+    hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+    return {h.rsplit(".", 1)[-1]: page.request.get(h if h.startswith("http") else app_url + h).text() for h in hrefs}
+
+
+def _inert_in_markdown(md: str) -> bool:
+    """Every line that carries the payload's HTML is in an indented (code) block or escaped."""
+    lines = [line for line in md.splitlines() if "<script" in line or "onerror" in line]
+    return bool(lines) and all(line.startswith("    ") or "&lt;" in line for line in lines)
+
+
+def test_hostile_text_stays_text_in_every_view_and_export(app_url, page):
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    # Practice: the profile name, the answer, the summary and both exports.
+    _start_practice(page, app_url, "<b>eve</b><script>window.pwned=5</script>")
+    page.locator("#practice-answer textarea").fill(TENSOR_ANSWER + " " + HOSTILE)
+    page.locator("#practice-submit").click()
+    chat = page.locator("#practice-chat")
+    chat.get_by_text("Answer it, retry the question").wait_for()
+    assert "<script>window.pwned=1</script>" in chat.inner_text()
+    assert chat.locator("script, img, iframe").count() == 0
+    page.locator("#practice-end").click()
+    page.locator("#practice-summary").get_by_text("Session summary").wait_for()
+    files = _file_texts(page, app_url, "#practice-export")
+    assert _inert_in_markdown(files["md"]) and HOSTILE in json.loads(files["json"])["turns"][0]["answer"]
+
+    # Progress: the profile name is shown as text.
+    page.get_by_role("tab", name="Progress").click()
+    page.locator("#progress-profile input, #progress-profile textarea").first.fill(
+        "<b>eve</b><script>window.pwned=5</script>"
+    )
+    page.locator("#progress-load").click()
+    info = page.locator("#progress-info")
+    info.get_by_text("answer(s)").wait_for()
+    assert "<script>" in info.inner_text() and info.locator("script, b").count() == 0
+
+    # Co-pilot: candidate, transcript, a typed question, notes, scorecard exports.
+    page.get_by_role("tab", name="Co-pilot").click()
+    page.locator("#copilot-candidate input, #copilot-candidate textarea").first.fill(HOSTILE[:120])
+    pick = page.locator("#copilot-pick input")
+    pick.click()
+    pick.fill("training loop")
+    page.get_by_role("option", name="training loop").first.click()
+    page.locator("#copilot-add-bank").click()
+    page.locator("#copilot-checklist").get_by_text("The loop iterates over a DataLoader").wait_for()
+    page.locator("#copilot-transcript textarea").fill(
+        "So first you iterate over the DataLoader to get batches of inputs and targets. " + HOSTILE
+    )
+    page.locator("#copilot-evidence").get_by_text("“So first you iterate over the DataLoader").wait_for()
+    page.locator("#copilot-typed input, #copilot-typed textarea").first.fill(
+        "<script>window.pwned=6</script> What is autograd?"
+    )
+    page.locator("#copilot-add-typed").click()
+    page.locator("#copilot-plan").get_by_text("What is autograd?").wait_for()
+    page.locator("#copilot-notes textarea").fill(HOSTILE[:200])
+    page.locator("#copilot-export").click()
+    files = _file_texts(page, app_url, "#copilot-files")
+    assert _inert_in_markdown(files["md"])
+    for view in ("#copilot-plan", "#copilot-evidence", "#copilot-checklist", "#copilot-flags", "#copilot-follow"):
+        if page.locator(view).count():
+            assert page.locator(view).locator("script, img, iframe").count() == 0
+
+    assert page.evaluate("window.pwned === undefined") and not dialogs
+
+
+def _sign_in(browser, app_url: str, user: str, password: str):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(app_url)
+    page.get_by_label("username").fill(user)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+    page.locator("#practice-start").wait_for()
+    return context, page
+
+
+def test_two_signed_in_users_each_see_only_their_own_history(browser, tmp_path, synced_index):
+    users = tmp_path / "users.txt"
+    users.write_text("# the hiring team\nann:ann-secret\nbob:bob-secret\n")
+    with running_app(tmp_path / "home", synced_index, INTERVIEWER_AUTH_FILE=str(users)) as url:
+        ann_ctx, ann = _sign_in(browser, url, "ann", "ann-secret")
+        bob_ctx, bob = _sign_in(browser, url, "bob", "bob-secret")
+        try:
+            profile = ann.locator("#practice-profile input, #practice-profile textarea").first
+            ann.wait_for_function(
+                "document.querySelector('#practice-profile textarea, #practice-profile input').value === 'ann'"
+            )
+            assert profile.is_disabled()  # signed in, the profile is the user and cannot be changed
+            ann.locator("#practice-order").get_by_text("bank order").click()
+            ann.locator("#practice-start").click()
+            ann.locator("#practice-chat").get_by_text("Hello ann").wait_for()
+            ann.locator("#practice-answer textarea").fill("ANN-ONLY " + TENSOR_ANSWER)
+            ann.locator("#practice-submit").click()
+            ann.locator("#practice-chat").get_by_text("Answer it, retry the question").wait_for()
+
+            for page, expected in ((ann, "**ann**: 1 answer(s)".replace("**", "")), (bob, "No attempts yet for bob")):
+                page.get_by_role("tab", name="Progress").click()
+                page.locator("#progress-load").click()
+                page.locator("#progress-info").get_by_text(expected).wait_for()
+            assert "ANN-ONLY" not in bob.content()
+        finally:
+            ann_ctx.close()
+            bob_ctx.close()

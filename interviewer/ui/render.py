@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import html
-import re
 
 from ..bank import Question
+from ..markup import escape_markdown
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|>~-])")
-
-
-def escape_user_text(text: str) -> str:
-    """Show what a person typed as text: no HTML, no Markdown tricks."""
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+escape_user_text = escape_markdown  # the UI's name for it
 
 
 def question_markdown(q: Question) -> str:
