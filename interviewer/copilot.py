@@ -238,6 +238,7 @@ def llm_suggestions(llm, item: PlannedQuestion) -> tuple[list[dict], str]:
     Returns the suggestions and a notice ("" when the LLM answered)."""
     from .errors import LLMUnavailable
     from .followups import LLM_NOTICE, validate_question
+    from .injection import without_directives
     from .llm import quote_answer, render
 
     report = item.last_report
@@ -246,7 +247,11 @@ def llm_suggestions(llm, item: PlannedQuestion) -> tuple[list[dict], str]:
     missed = "; ".join(c.text for c in report.covers if not item.overrides.get(c.id, c.covered)) or "none"
     raised = "; ".join(p.text for p in report.pitfalls if p.flagged and p.id not in item.dismissed) or "none"
     messages = render(
-        "copilot_suggestions", question=item.text, answer=quote_answer(item.transcript), missed=missed, flags=raised
+        "copilot_suggestions",
+        question=item.text,
+        answer=quote_answer(without_directives(item.transcript)),
+        missed=missed,
+        flags=raised,
     )
     try:
         text = llm.complete(messages, max_tokens=160, temperature=0.0)

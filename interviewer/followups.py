@@ -104,6 +104,7 @@ def _target_of(rubric: Rubric, report: Report) -> str:
 
 def follow_up_messages(rubric: Rubric, report: Report, answer: str) -> list[dict]:
     """The chat messages that ask an LLM for one follow-up (prompts/follow_up.txt)."""
+    from .injection import without_directives
     from .llm import quote_answer, render
 
     covered = "; ".join(c.text for c in report.covers if c.covered) or "none"
@@ -112,7 +113,7 @@ def follow_up_messages(rubric: Rubric, report: Report, answer: str) -> list[dict
     return render(
         "follow_up",
         question=rubric.question,
-        answer=quote_answer(answer),
+        answer=quote_answer(without_directives(answer)),  # what is said to the grader never reaches it
         covered=covered,
         missed=missed,
         flags=flags,

@@ -14,6 +14,7 @@ import numpy as np
 
 from .bank import Question
 from .embeddings import Embedder
+from .injection import blank_directives
 from .text import Unit, content_stems, is_codeish, negate, negation_count, split_units, term_positions
 
 # How an answer covers a point is decided from six signals by a logistic model whose seven weights
@@ -141,6 +142,7 @@ class Report:
     truncated: bool = False
     words: int = 0
     raw: float = 0.0
+    set_aside: list[str] = field(default_factory=list)  # sentences addressed to the grader, not scored
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -212,7 +214,15 @@ class Scorer:
         if not answer or not answer.strip():
             return self._empty(rubric, "The answer is empty: type or record an answer to get feedback.")
         answer, truncated = truncate_words(answer, self.max_words)
-        units = split_units(answer)
+        original = answer
+        answer, directives = blank_directives(answer)
+        set_aside = [original[a:b].strip() for a, b in directives]
+        if not answer.strip():
+            report = self._empty(rubric, "The answer only speaks to the grader; answer the question to be scored.")
+            report.set_aside = set_aside
+            return report
+        # A 2-sentence window across a blanked sentence would quote spaces the candidate never wrote.
+        units = [u for u in split_units(answer) if not any(u.start < b and a < u.end for a, b in directives)]
         if not units:
             units = [Unit(answer.strip(), answer.index(answer.strip()), len(answer.rstrip()), "sentence")]
         vecs = self._rubric_vectors(rubric, stored or {})
@@ -244,6 +254,7 @@ class Scorer:
             truncated=truncated,
             raw=round(raw, 2),
             words=n_words,
+            set_aside=set_aside,
         )
 
     def score_many(self, jobs: list[tuple[Rubric, str, dict | None]], chunk: int = 256) -> list[Report]:
@@ -254,7 +265,7 @@ class Scorer:
             texts = []
             for _, answer, _ in part:
                 if answer and answer.strip():
-                    kept = truncate_words(answer, self.max_words)[0]
+                    kept = blank_directives(truncate_words(answer, self.max_words)[0])[0]
                     texts += [u.text for u in split_units(kept)] + [kept]  # the units, and the whole answer
             self.embedder.embed(texts)  # one batched pass fills the cache that score() reads
             reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)

@@ -37,6 +37,9 @@ def report_markdown(report: Report) -> str:
                 line += f"  \n  {_quote(p.evidence)}"
             line += f"  \n  → {p.correction}"
             lines.append(line)
+    if report.set_aside:
+        lines += ["", "**Set aside** (addressed to the grader, not scored)"]
+        lines += [f"- {_quote(text)}" for text in report.set_aside]
     if report.follow_up:
         lines += ["", f"**Follow-up** ({report.follow_up['source']}): {escape_user_text(report.follow_up['text'])}"]
     return "\n".join(lines)
