@@ -13,3 +13,11 @@ def print_table(title: str, rows: list[tuple[str, str, str]], value_header: str 
     print(f"| measure | {value_header} | note |\n|---|---|---|")
     for name, value, note in rows:
         print(f"| {name} | {value} | {note} |")
+
+
+def print_grid(title: str, headers: list[str], rows: list[list[str]]) -> None:
+    """A table with any columns, one row per measured case."""
+    print(f"\n## {title}\n")
+    print("| " + " | ".join(headers) + " |\n|" + "---|" * len(headers))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")

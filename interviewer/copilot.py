@@ -12,6 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from .errors import StoreUnavailable
 from .followups import rubric_follow_up
 from .markup import escape_markdown
 from .scoring import Report, Rubric, RubricPoint
@@ -36,6 +37,7 @@ class PlannedQuestion:
     notes: str = ""
     suggestions: list[dict] = field(default_factory=list)
     last_report: Report | None = field(default=None, repr=False, compare=False)
+    store_notice: str | None = None  # why the rubric store was not used for the last update
 
 
 def plan_from_bank(svc: Interviewer, question_id: str) -> PlannedQuestion:
@@ -74,8 +76,10 @@ def update(svc: Interviewer, item: PlannedQuestion, transcript: str) -> PlannedQ
     if not transcript.strip():
         item.report, item.last_report, item.suggestions = None, None, []
         return item
-    stored = svc.store.vectors_for(item.rubric.question_id) if item.source != "provisional" else None
-    report = svc.scorer.score(item.rubric, transcript, stored)
+    stored, item.store_notice = (
+        svc.stored_vectors(item.rubric.question_id) if item.source != "provisional" else (None, None)
+    )
+    report = svc.score_rubric(item.rubric, transcript, stored)
     item.report = report.to_dict()
     item.last_report = report
     item.suggestions = suggestions(item, report)
@@ -284,7 +288,10 @@ def detect_jump(svc: Interviewer, interview: Interview, item: PlannedQuestion) -
     others = {q.rubric.question_id: n for n, q in enumerate(interview.questions, 1) if q is not item}
     if not others:
         return None
-    nearest = svc.store.nearest(sentences[-1].text, kind="cover", k=3)
+    try:
+        nearest = svc.store.nearest(sentences[-1].text, kind="cover", k=3)
+    except StoreUnavailable:  # a hint, not a duty: without the store there is no hint
+        return None
     own = {p.text for p in item.rubric.covers}
     for match in nearest:
         if match.text in own or match.similarity < JUMP_SIMILARITY:

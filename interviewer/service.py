@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Callable
 
+import numpy as np
+
 from .bank import Bank, get_bank
+from .batching import ScoreBatcher
 from .embeddings import get_embedder
+from .errors import StoreUnavailable
 from .followups import suggest_follow_up
 from .llm import llm_from_settings
 from .scoring import Report, Rubric, RubricPitfall, RubricPoint, Scorer
 from .settings import Settings
 from .store import RubricStore
+
+log = logging.getLogger(__name__)
 
 
 def inline_rubric(
@@ -63,6 +70,7 @@ class Interviewer:
         self.embedder = get_embedder(self.settings)
         self.store = RubricStore(self.embedder, self.settings)
         self.scorer = Scorer(self.embedder, self.settings.max_words)
+        self.batcher = ScoreBatcher(self.scorer) if self.settings.batch_scoring else None
         self.llm = llm_from_settings(self.settings)  # built lazily: no network until first use
         self._synced = False
         self._sync_lock = threading.Lock()
@@ -88,11 +96,35 @@ class Interviewer:
         if not answer or not answer.strip():
             report = self.scorer.score(rubric, answer)
         else:
-            self.ensure_index()
-            report = self.scorer.score(rubric, answer, self.store.vectors_for(question_id))
+            vectors, notice = self.stored_vectors(question_id)
+            report = self.score_rubric(rubric, answer, vectors)
+            report.message = " ".join(filter(None, (report.message, notice))) or None
         llm = self.llm if use_llm else None
         report.follow_up = suggest_follow_up(rubric, report, answer or "", llm, on_follow_up_text)
         return report
+
+    def stored_vectors(self, question_id: str) -> tuple[dict[str, np.ndarray], str | None]:
+        """A bank question's rubric vectors from the store, and a notice when the store cannot be reached.
+
+        Without the store the scorer embeds the rubric sentences itself: slower, the same result. The
+        store is asked again on the next answer, so scoring returns to it as soon as it is back."""
+        try:
+            self.ensure_index()
+            return self.store.vectors_for(question_id), None
+        except StoreUnavailable as exc:
+            log.warning("rubric store unavailable, embedding the rubric locally: %s", exc)
+            return {}, f"{exc} Meanwhile answers are scored with the rubric embedded on this machine."
+
+    def score_rubric(self, rubric: Rubric, answer: str, vectors: dict[str, np.ndarray] | None = None) -> Report:
+        """Score an answer against a rubric; with batch scoring on, together with other sessions' answers."""
+        if self.batcher is None:
+            return self.scorer.score(rubric, answer, vectors)
+        return self.batcher.score(rubric, answer, vectors)
+
+    def close(self) -> None:
+        """Stop the batch scorer's worker after the answers already submitted."""
+        if self.batcher is not None:
+            self.batcher.close()
 
 
 _shared: Interviewer | None = None

@@ -59,7 +59,14 @@ SETTINGS: tuple[Setting, ...] = (
         secret=True,
     ),
     Setting(
-        "INTERVIEWER_CONCURRENCY", "4", "Requests the app works on at once; the rest wait in a queue that shows their place."
+        "INTERVIEWER_CONCURRENCY",
+        "4",
+        "Requests the app works on at once; the rest wait in a queue that shows their place.",
+    ),
+    Setting(
+        "INTERVIEWER_BATCH_SCORING",
+        "1",
+        "1 scores answers from concurrent sessions together in one batched pass (faster on a CPU); 0 one by one.",
     ),
     Setting("GRADIO_SERVER_NAME", "127.0.0.1", "Address the app binds to."),
     Setting("GRADIO_SERVER_PORT", "7860", "Port the app listens on."),
@@ -170,6 +177,10 @@ class Settings:
     @property
     def concurrency(self) -> int:
         return max(1, int(self.get("INTERVIEWER_CONCURRENCY")))
+
+    @property
+    def batch_scoring(self) -> bool:
+        return self.get("INTERVIEWER_BATCH_SCORING").strip().lower() not in ("0", "false", "no", "off", "")
 
 
 def settings_table_markdown() -> str:

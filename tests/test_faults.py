@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from interviewer.service import Interviewer
 from interviewer.settings import Settings
 from interviewer.speech import WhisperTranscriber, bundled_asr_path
 
-from .conftest import start_app, stop
+from .conftest import start_app, stop, wait_for_port
 
 ANSWERS = [
     "Tensors are multi-dimensional arrays like NumPy arrays, but they also run on GPUs and support autograd.",
@@ -73,10 +74,9 @@ def test_a_full_disk_keeps_the_attempt_in_memory_and_saves_it_when_space_returns
     history = History(tiny_disk / "history.sqlite3")
     history.save(_attempt(10))
     filler = tiny_disk / "filler"
-    with open(filler, "wb", buffering=0) as f:  # fill the disk to the last byte
-        with pytest.raises(OSError, match="No space"):
-            while True:
-                f.write(b"\0" * 4096)
+    with open(filler, "wb", buffering=0) as f, pytest.raises(OSError, match="No space"):  # fill it up
+        while True:
+            f.write(b"\0" * 4096)
     with pytest.raises(HistoryUnavailable, match="kept") as err:
         history.save(_attempt(20))
     assert "full" in str(err.value).lower()
@@ -104,3 +104,39 @@ def test_a_deleted_index_directory_is_rebuilt_from_the_bank(home):
     assert stats["embedded"] == stats["total"] > 0
     assert svc.score("autograd", ANSWERS[1]).covers[0].covered
     svc.close()
+
+
+def test_scoring_goes_on_while_the_chroma_server_is_down_and_uses_it_again_when_it_returns(
+    tmp_path, chroma_server, monkeypatch
+):
+    port, proc = chroma_server
+    monkeypatch.setenv("CHROMA_HOST", "127.0.0.1")
+    monkeypatch.setenv("CHROMA_PORT", str(port))
+    svc = Interviewer(Settings())
+    try:
+        before = svc.score("autograd", ANSWERS[1], use_llm=False)
+        assert before.message is None
+
+        proc.terminate()  # the server stops mid-session
+        proc.wait(timeout=20)
+        svc.store._vectors.clear()  # nothing cached: every rubric vector would have to come from the server
+        during = svc.score("autograd", ANSWERS[1], use_llm=False)
+        assert "chroma run" in during.message and "embedded on this machine" in during.message
+        assert during.score == before.score  # the same rubric, embedded locally: the same result
+
+        server = tmp_path / "chroma-server"
+        chroma = Path(sys.executable).parent / "chroma"
+        back = subprocess.Popen(
+            [str(chroma), "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(server)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_port(port, back, timeout=60)
+            after = svc.score("autograd", ANSWERS[1], use_llm=False)
+            assert after.message is None and after.score == before.score
+            assert svc.store._vectors  # read from the server again
+        finally:
+            stop(back)
+    finally:
+        svc.close()

@@ -240,7 +240,7 @@ def build_copilot_tab(bank: Bank, settings: Settings, history: History) -> None:
                 return (*_live_views(item), f"**The checklist could not update:** {exc} The transcript is kept.")
             notice = "" if (text or "").strip() else "The transcript is empty."
             jump = copilot.detect_jump(get_service(settings), interview, item) if notice == "" else None
-            return (*_live_views(item), save(interview, request) or jump or notice)
+            return (*_live_views(item), save(interview, request) or item.store_notice or jump or notice)
 
         transcript.change(
             on_transcript,

@@ -178,11 +178,12 @@ def build_practice_tab(bank: Bank, settings: Settings, history: History) -> gr.T
                 base = session.turns[-1].report if open_follow and session.turns else None
                 if open_follow and base:
                     rubric = follow_up_rubric(rubric, base)
-                    report = svc.scorer.score(rubric, text)
+                    report = svc.score_rubric(rubric, text)
                     kind, asked = "follow_up", open_follow["text"]
                 else:
-                    svc.ensure_index()
-                    report = svc.scorer.score(rubric, text, svc.store.vectors_for(q.id))
+                    vectors, store_notice = svc.stored_vectors(q.id)
+                    report = svc.score_rubric(rubric, text, vectors)
+                    report.message = " ".join(filter(None, (report.message, store_notice))) or None
                     kind = (
                         "retry"
                         if any(t.question_id == q.id and t.kind != "follow_up" for t in session.turns)
