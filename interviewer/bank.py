@@ -156,6 +156,12 @@ def load_question_file(path: Path) -> Question:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise RubricError(str(path), f"malformed YAML{where}: {problem}") from None
+    except ValueError as exc:
+        # PyYAML builds tagged and implicit values with plain int(), float() and date(): `!!int abc`,
+        # `2001-02-30` or a 5000-digit number raise ValueError, not YAMLError.
+        raise RubricError(str(path), f"a value cannot be read ({exc}); quote it to keep it as text") from None
+    except RecursionError:
+        raise RubricError(str(path), "nested too deeply to read; a rubric is a few levels of keys and lists") from None
     if not isinstance(data, dict):
         raise RubricError(str(path), "expected a mapping with id, question, covers, ... at the top level")
     qid = data.get("id") if isinstance(data.get("id"), str) else None

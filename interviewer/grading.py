@@ -19,6 +19,10 @@ def parse_line(svc: Interviewer, number: int, line: str) -> tuple[str, Rubric, s
         row = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:  # an integer of over 4300 digits
+        raise ValueError(f"not usable JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError("not usable JSON (nested too deeply)") from None
     if not isinstance(row, dict):
         raise ValueError("expected a JSON object with id and answer")
     if "id" not in row:
@@ -36,12 +40,19 @@ def parse_line(svc: Interviewer, number: int, line: str) -> tuple[str, Rubric, s
         raise ValueError("`covers` must be a list of texts")
     pitfalls = row.get("pitfalls") or []
     if not isinstance(pitfalls, list) or not all(
-        isinstance(p, dict) and isinstance(p.get("text"), str) for p in pitfalls
+        isinstance(p, dict)
+        and isinstance(p.get("text"), str)
+        and all(isinstance(p.get(k), str | None) for k in ("claim", "correction", "expects"))
+        for p in pitfalls
     ):
-        raise ValueError("`pitfalls` must be a list of {text, kind} objects")
-    if not row.get("question") and not covers and not row.get("reference"):
+        raise ValueError("`pitfalls` must be a list of {text, kind} objects (text, claim, correction: texts)")
+    reference = row.get("reference")
+    if not isinstance(reference, str | None):
+        raise ValueError("`reference` must be a text (a model answer)")
+    reference = (reference or "").strip() or None  # a blank reference would make one empty point
+    if not row.get("question") and not covers and not reference:
         raise ValueError("needs `question_id`, or an inline rubric (`question` with `covers` or `reference`)")
-    rubric = inline_rubric(f"line-{number}", str(row.get("question") or ""), covers, pitfalls, row.get("reference"))
+    rubric = inline_rubric(f"line-{number}", str(row.get("question") or ""), covers, pitfalls, reference)
     return row["id"], rubric, answer
 
 
@@ -76,7 +87,9 @@ def grade_lines(svc: Interviewer, lines: Iterator[str], batch: int = 64, errors=
 def grade_file(path: Path, out: Path | None, settings: Settings, progress: bool = True) -> dict:
     svc = Interviewer(settings)
     text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.splitlines()
+    # Only a newline ends a JSONL line (reading turned \r\n into \n): splitlines() would also split at
+    # U+2028 or U+0085 inside an answer, and number the lines unlike the editor a person fixes them in.
+    lines = text.split("\n")
     svc.ensure_index()
     graded = 0
     fh = out.open("w", encoding="utf-8") if out else sys.stdout

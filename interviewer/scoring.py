@@ -8,6 +8,7 @@ answer is closer to, and counts negation cues on both sides.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -38,6 +39,7 @@ SCORE_MIX = (0.4, 0.5, 0.1)
 SCORE_FLOOR, SCORE_CEIL = 0.30, 0.73
 MISCONCEPTION_PENALTY = 12.0
 DEFAULT_MAX_WORDS = 5000
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -226,9 +228,9 @@ class Scorer:
         if not units:
             units = [Unit(answer.strip(), answer.index(answer.strip()), len(answer.rstrip()), "sentence")]
         vecs = self._rubric_vectors(rubric, stored or {})
-        unit_vecs = self.embedder.embed([u.text for u in units])
+        unit_vecs = self._embed([u.text for u in units])
         # Apart from the units: batched with them, the long whole answer would pad every unit to its length.
-        whole = self.embedder.embed([answer])[0]
+        whole = self._embed([answer])[0]
         points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
         ctx = _Context(
             answer, units, unit_vecs, vecs, unit_vecs @ points, content_stems(answer), content_stems(rubric.question)
@@ -267,7 +269,7 @@ class Scorer:
                 if answer and answer.strip():
                     kept = blank_directives(truncate_words(answer, self.max_words)[0])[0]
                     texts += [u.text for u in split_units(kept)] + [kept]  # the units, and the whole answer
-            self.embedder.embed(texts)  # one batched pass fills the cache that score() reads
+            self._embed(texts)  # one batched pass fills the cache that score() reads
             reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)
         return reports
 
@@ -295,8 +297,14 @@ class Scorer:
         missing = [k for k in wanted if k not in stored]
         vecs = dict(stored)
         if missing:
-            vecs.update(zip(missing, self.embedder.embed([wanted[k] for k in missing]), strict=True))
+            vecs.update(zip(missing, self._embed([wanted[k] for k in missing]), strict=True))
         return vecs
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        # A lone surrogate (a JSON "\ud800" escape, a non-UTF-8 byte in argv) cannot be encoded and the
+        # tokenizer rejects the whole batch with a TypeError; it is embedded as U+FFFD instead. Evidence
+        # still quotes the answer as given: spans index the original text.
+        return self.embedder.embed([_LONE_SURROGATE.sub("\ufffd", t) for t in texts])
 
     def _best_unit(self, target: np.ndarray, ctx: _Context) -> tuple[int, float]:
         sims = ctx.unit_vecs @ target

@@ -21,9 +21,12 @@ class Unit:
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`A-Za-z0-9])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 _LIST_ITEM = re.compile(r"\s*(?:[-*•]|\d+[.)])\s+")
-_CODE_HINT = re.compile(r"(\w+\(.*\)|=\s*\w|^\s*(for|if|def|class|import|with|return)\b)")
+_CALL = re.compile(r"\w\(")
+_CODE_HINT = re.compile(r"=\s*\w|^\s*(for|if|def|class|import|with|return)\b")
+# A dash break is tried only where a run of whitespace begins: tried at every space of a long run,
+# `\s+` rescans the rest of the run each time (minutes for a 100 KB answer).
 _CLAUSE_SPLIT = re.compile(
-    r";\s+|,\s+(?=(?:but|whereas|while|although|though|so|and so|which means)\b)|\s+-{1,2}\s+|\s+—\s+"
+    r";\s+|,\s+(?=(?:but|whereas|while|although|though|so|and so|which means)\b)|(?<!\s)\s+(?:-{1,2}|—)\s+"
 )
 _WORD = re.compile(r"[A-Za-z_][\w.]*|\d+")
 _MIN_CHARS = 12
@@ -44,6 +47,13 @@ def _spans(text: str, pattern: re.Pattern, start: int = 0) -> list[tuple[int, in
         if b > a:
             out.append((start + a, start + b))
     return out
+
+
+def _looks_like_code(line: str) -> bool:
+    """A call with its closing bracket, an assignment or a statement keyword."""
+    # Not the one regex `\w+\(.*\)`: it backtracks quadratically on a long word or on many `f(`.
+    call = _CALL.search(line)
+    return (call is not None and ")" in line[call.end() :]) or _CODE_HINT.search(line) is not None
 
 
 def _strip_marker(answer: str, a: int, b: int) -> int:
@@ -78,7 +88,7 @@ def split_units(answer: str, window: int = 2) -> list[Unit]:
             flush_prose()
             in_fence = not in_fence
             continue
-        if in_fence or (line.startswith(("    ", "\t")) and _CODE_HINT.search(line) and stripped):
+        if in_fence or (line.startswith(("    ", "\t")) and _looks_like_code(line) and stripped):
             flush_prose()
             if stripped:
                 off = a + (len(line) - len(line.lstrip()))
@@ -136,7 +146,9 @@ NEGATIONS = {
     "haven't",
     "only",
 }
-_NEG_TOKEN = re.compile(r"[a-z]+(?:n't|n’t)|\b[a-z]+\b")
+# A contraction starts where a run of letters does; from every letter of a long run the first branch
+# would rescan the run (quadratic).
+_NEG_TOKEN = re.compile(r"(?<![a-z])[a-z]+(?:n't|n’t)|\b[a-z]+\b")
 
 
 def negation_count(text: str) -> int:
@@ -246,7 +258,8 @@ def content_stems(text: str) -> set[str]:
     return {stem(w) for w in re.findall(r"[A-Za-z_]\w*", text) if w.lower() not in _STOPWORDS and len(w) > 2}
 
 
-_CODE_TOKEN = re.compile(r"\w+\(|\w+\.\w+|\w+_\w+|[=#{}\[\]]")
+# `\w\(` finds what `\w+\(` finds without rescanning a long token from each of its characters.
+_CODE_TOKEN = re.compile(r"\w\(|\w\.\w|\w_\w|[=#{}\[\]]")
 
 
 def is_codeish(text: str) -> bool:
