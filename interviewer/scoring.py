@@ -166,6 +166,7 @@ class _Context:
     point_matrix: np.ndarray  # unit x covers-point cosine
     answer_stems: set[str]
     question_stems: set[str]
+    whole: np.ndarray  # the whole answer's vector
 
 
 def _term_hits(answer: str, terms: list[str]) -> list[tuple[str, int]]:
@@ -223,21 +224,10 @@ class Scorer:
             report = self._empty(rubric, "The answer only speaks to the grader; answer the question to be scored.")
             report.set_aside = set_aside
             return report
-        # A 2-sentence window across a blanked sentence would quote spaces the candidate never wrote.
-        units = [u for u in split_units(answer) if not any(u.start < b and a < u.end for a, b in directives)]
-        if not units:
-            units = [Unit(answer.strip(), answer.index(answer.strip()), len(answer.rstrip()), "sentence")]
-        vecs = self._rubric_vectors(rubric, stored or {})
-        unit_vecs = self._embed([u.text for u in units])
-        # Apart from the units: batched with them, the long whole answer would pad every unit to its length.
-        whole = self._embed([answer])[0]
-        points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
-        ctx = _Context(
-            answer, units, unit_vecs, vecs, unit_vecs @ points, content_stems(answer), content_stems(rubric.question)
-        )
+        ctx = self._context(rubric, answer, directives, stored or {})
         covers = [self._cover(i, p, ctx) for i, p in enumerate(rubric.covers, 1)]
         pitfalls = [self._pitfall(i, p, ctx, covers) for i, p in enumerate(rubric.pitfalls, 1)]
-        holistic = float(whole @ vecs["__reference__"])
+        holistic = float(ctx.whole @ ctx.vecs["__reference__"])
         reference_stems = content_stems(rubric.reference_text) - ctx.question_stems
         lexical = len(reference_stems & ctx.answer_stems) / len(reference_stems) if reference_stems else 0.0
         raw = self._raw_score(covers, pitfalls, holistic, lexical)
@@ -258,6 +248,35 @@ class Scorer:
             words=n_words,
             set_aside=set_aside,
         )
+
+    def _context(self, rubric: Rubric, answer: str, directives: list[tuple[int, int]], stored: dict) -> _Context:
+        """The answer's units and their vectors, beside the rubric's vectors."""
+        # A 2-sentence window across a blanked sentence would quote spaces the candidate never wrote.
+        units = [u for u in split_units(answer) if not any(u.start < b and a < u.end for a, b in directives)]
+        if not units:
+            units = [Unit(answer.strip(), answer.index(answer.strip()), len(answer.rstrip()), "sentence")]
+        vecs = self._rubric_vectors(rubric, stored)
+        unit_vecs = self._embed([u.text for u in units])
+        # Apart from the units: batched with them, the long whole answer would pad every unit to its length.
+        whole = self._embed([answer])[0]
+        points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
+        return _Context(
+            answer,
+            units,
+            unit_vecs,
+            vecs,
+            unit_vecs @ points,
+            content_stems(answer),
+            content_stems(rubric.question),
+            whole,
+        )
+
+    def cover_features(self, rubric: Rubric, answer: str, stored: dict | None = None) -> np.ndarray:
+        """The cover model's features, one row per covers point (what `bench/fit_cover.py` fits on)."""
+        answer, directives = blank_directives(truncate_words(answer, self.max_words)[0])
+        ctx = self._context(rubric, answer, directives, stored or {})
+        rows = [self._statement_features(p.id, p.text, p.key_terms, ctx, i)[0] for i, p in enumerate(rubric.covers)]
+        return np.stack(rows)
 
     def score_many(self, jobs: list[tuple[Rubric, str, dict | None]], chunk: int = 256) -> list[Report]:
         """Score many answers; their units are embedded together, a chunk of answers at a time."""
@@ -315,6 +334,18 @@ class Scorer:
 
     def _statement(self, key: str, text: str, terms: list[str], ctx: _Context, own_column: int | None = None):
         """How likely the answer states `text` (0-1), whether it states the opposite, and where."""
+        features, i = self._statement_features(key, text, terms, ctx, own_column)
+        unit, sim = ctx.units[i], features[0]
+        strength = 1.0 / (1.0 + np.exp(-(features @ COVER_WEIGHTS + COVER_BIAS)))
+        contradicted = sim >= CLAIM_THRESHOLD and _opposes(
+            ctx.unit_vecs[i], ctx.vecs[key], ctx.vecs[key + ":neg"], unit.text, text
+        )
+        return float(strength), contradicted, unit
+
+    def _statement_features(
+        self, key: str, text: str, terms: list[str], ctx: _Context, own_column: int | None = None
+    ) -> tuple[np.ndarray, int]:
+        """The cover model's six features for one statement, and the answer unit closest to it."""
         i, sim = self._best_unit(ctx.vecs[key], ctx)
         unit = ctx.units[i]
         terms_found = len(_term_hits(ctx.answer, terms)) / len(terms) if terms else 0.0
@@ -327,12 +358,7 @@ class Scorer:
             exclusive = float(sim >= row.max()) if row.size else 1.0
         else:
             exclusive = float(int(np.argmax(row)) == own_column)
-        features = np.array([sim, terms_found, in_unit, in_answer, to_question, exclusive])
-        strength = 1.0 / (1.0 + np.exp(-(features @ COVER_WEIGHTS + COVER_BIAS)))
-        contradicted = sim >= CLAIM_THRESHOLD and _opposes(
-            ctx.unit_vecs[i], ctx.vecs[key], ctx.vecs[key + ":neg"], unit.text, text
-        )
-        return float(strength), contradicted, unit
+        return np.array([sim, terms_found, in_unit, in_answer, to_question, exclusive]), i
 
     def _cover(self, index, point: RubricPoint, ctx: _Context) -> CoverResult:
         strength, contradicted, unit = self._statement(point.id, point.text, point.key_terms, ctx, index - 1)
