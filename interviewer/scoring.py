@@ -335,7 +335,7 @@ class Scorer:
     def _statement(self, key: str, text: str, terms: list[str], ctx: _Context, own_column: int | None = None):
         """How likely the answer states `text` (0-1), whether it states the opposite, and where."""
         features, i = self._statement_features(key, text, terms, ctx, own_column)
-        unit, sim = ctx.units[i], features[0]
+        unit, sim = ctx.units[i], float(features[0])
         strength = 1.0 / (1.0 + np.exp(-(features @ COVER_WEIGHTS + COVER_BIAS)))
         contradicted = sim >= CLAIM_THRESHOLD and _opposes(
             ctx.unit_vecs[i], ctx.vecs[key], ctx.vecs[key + ":neg"], unit.text, text
