@@ -63,15 +63,16 @@ def _summary(report) -> tuple:
     )
 
 
-def test_concurrent_answers_are_scored_together_and_get_the_same_reports_as_one_by_one(service):
+def _dev_jobs(service, n: int) -> list[tuple]:
     service.ensure_index()
-    jobs = [
+    return [
         (service.rubric(r["question_id"]), r["answer"], service.store.vectors_for(r["question_id"]))
-        for r in _dev_answers(10)
+        for r in _dev_answers(n)
     ]
-    expected = [service.scorer.score(*job) for job in jobs]
-    service.embedder._cache.clear()  # the batch must embed the answers itself, not read them back
 
+
+def _all_at_once(service, jobs: list[tuple]) -> tuple[GatedScorer, ScoreBatcher, list]:
+    """Submit every job from its own thread while the scorer is held, then let it go: one batch's worth."""
     scorer = GatedScorer(service.embedder)
     batcher = ScoreBatcher(scorer)
     started = threading.Barrier(len(jobs) + 1)
@@ -80,6 +81,15 @@ def test_concurrent_answers_are_scored_together_and_get_the_same_reports_as_one_
     threading.Timer(0.5, scorer.release.set).start()
     for t in threads:
         t.join(60)
+    return scorer, batcher, results
+
+
+def test_concurrent_answers_are_scored_together_and_get_the_same_reports_as_one_by_one(service):
+    jobs = _dev_jobs(service, 10)
+    expected = [service.scorer.score(*job) for job in jobs]
+    service.embedder._cache.clear()  # the batch must embed the answers itself, not read them back
+
+    scorer, batcher, results = _all_at_once(service, jobs)
     batcher.close()
 
     # Padding differs between a batch and a lone answer, so the floats may differ in the last digits.
@@ -90,25 +100,14 @@ def test_concurrent_answers_are_scored_together_and_get_the_same_reports_as_one_
 
 
 def test_an_error_in_one_answer_reaches_only_its_caller_and_the_worker_keeps_going(service):
-    service.ensure_index()
-    good = [
-        (service.rubric(r["question_id"]), r["answer"], service.store.vectors_for(r["question_id"]))
-        for r in _dev_answers(4)
-    ]
+    good = _dev_jobs(service, 4)
     # A stored vector of the wrong size: scoring this one answer fails inside the shared batch.
     broken = (inline_rubric("broken", "What is a tensor?", covers=["A tensor is an array."]), "An array.", None)
     broken_vectors = {"broken.c1": np.zeros(3, dtype=np.float32)}
     broken = (broken[0], broken[1], broken_vectors)
     jobs = [good[0], good[1], broken, good[2], good[3]]
 
-    scorer = GatedScorer(service.embedder)
-    batcher = ScoreBatcher(scorer)
-    started = threading.Barrier(len(jobs) + 1)
-    threads, results = _in_threads(batcher, jobs, started)
-    started.wait(30)
-    threading.Timer(0.5, scorer.release.set).start()
-    for t in threads:
-        t.join(60)
+    _, batcher, results = _all_at_once(service, jobs)
 
     assert isinstance(results[2], ValueError)
     for job, result in zip(jobs, results, strict=True):
