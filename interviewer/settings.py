@@ -64,6 +64,11 @@ SETTINGS: tuple[Setting, ...] = (
         "Requests the app works on at once; the rest wait in a queue that shows their place.",
     ),
     Setting(
+        "INTERVIEWER_MAX_SESSIONS",
+        "500",
+        "Browser sessions kept in memory (up to about 1 MB each); beyond it the least recently used is dropped.",
+    ),
+    Setting(
         "INTERVIEWER_BATCH_SCORING",
         "1",
         "1 scores answers from concurrent sessions together in one batched pass (faster on a CPU); 0 one by one.",
@@ -173,6 +178,10 @@ class Settings:
     @property
     def history_url(self) -> str:
         return self.get("INTERVIEWER_HISTORY_URL")
+
+    @property
+    def max_sessions(self) -> int:
+        return max(10, int(self.get("INTERVIEWER_MAX_SESSIONS")))
 
     @property
     def concurrency(self) -> int:

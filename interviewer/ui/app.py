@@ -154,6 +154,9 @@ def launch(demo: gr.Blocks, settings: Settings) -> None:
     demo.queue(default_concurrency_limit=settings.concurrency).launch(
         server_name=host,
         server_port=port,
+        # Gradio keeps a copy of every component's config per browser session (0.2 MB here, about 1 MB
+        # with a chat) for an hour after the tab closes, up to 10,000 sessions: a bound keeps memory flat.
+        state_session_capacity=settings.max_sessions,
         auth=auth,
         show_error=False,
         share=False,
