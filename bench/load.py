@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     bank_ids = {q.question: q.id for q in get_bank(None).questions}
     answers = load_answers()
     home = Path(tempfile.mkdtemp(prefix="interviewer-bench-load-"))
-    results: dict = {"cpu cores": os.cpu_count(), "concurrency": os.environ.get("INTERVIEWER_CONCURRENCY", "4")}
+    results: dict = {"cpu cores": os.cpu_count(), "concurrency": os.environ.get("INTERVIEWER_CONCURRENCY", "16")}
     cap = time.monotonic() + args.max_seconds
     try:
         if not args.no_ladder:

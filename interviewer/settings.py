@@ -60,7 +60,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "INTERVIEWER_CONCURRENCY",
-        "4",
+        "16",
         "Requests the app works on at once; the rest wait in a queue that shows their place.",
     ),
     Setting(
