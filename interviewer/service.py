@@ -93,14 +93,19 @@ class Interviewer:
         """Score an answer to a bank question, with rubric vectors from the store, and add a follow-up
         (from the LLM when one is configured and `use_llm`, else, or on any LLM failure, the rubric)."""
         rubric = self.rubric(question_id)
-        if not answer or not answer.strip():
-            report = self.scorer.score(rubric, answer)
-        else:
-            vectors, notice = self.stored_vectors(question_id)
-            report = self.score_rubric(rubric, answer, vectors)
-            report.message = " ".join(filter(None, (report.message, notice))) or None
+        report = self.score_answer(rubric, answer)
         llm = self.llm if use_llm else None
         report.follow_up = suggest_follow_up(rubric, report, answer or "", llm, on_follow_up_text)
+        return report
+
+    def score_answer(self, rubric: Rubric, answer: str) -> Report:
+        """Score an answer to a bank question's rubric with its stored vectors; no follow-up. When the
+        store cannot be reached, the report says so and the rubric is embedded here instead."""
+        if not answer or not answer.strip():
+            return self.scorer.score(rubric, answer)
+        vectors, notice = self.stored_vectors(rubric.question_id)
+        report = self.score_rubric(rubric, answer, vectors)
+        report.message = " ".join(filter(None, (report.message, notice))) or None
         return report
 
     def stored_vectors(self, question_id: str) -> tuple[dict[str, np.ndarray], str | None]:

@@ -181,9 +181,7 @@ def build_practice_tab(bank: Bank, settings: Settings, history: History) -> gr.T
                     report = svc.score_rubric(rubric, text)
                     kind, asked = "follow_up", open_follow["text"]
                 else:
-                    vectors, store_notice = svc.stored_vectors(q.id)
-                    report = svc.score_rubric(rubric, text, vectors)
-                    report.message = " ".join(filter(None, (report.message, store_notice))) or None
+                    report = svc.score_answer(rubric, text)
                     kind = (
                         "retry"
                         if any(t.question_id == q.id and t.kind != "follow_up" for t in session.turns)
