@@ -167,6 +167,7 @@ class _Context:
     answer_stems: set[str]
     question_stems: set[str]
     whole: np.ndarray  # the whole answer's vector
+    claims: dict[str, np.ndarray]  # misconception id -> its claim phrasings' vectors (rows)
 
 
 def _term_hits(answer: str, terms: list[str]) -> list[tuple[str, int]]:
@@ -260,6 +261,11 @@ class Scorer:
         # Apart from the units: batched with them, the long whole answer would pad every unit to its length.
         whole = self._embed([answer])[0]
         points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
+        claims = {
+            p.id: np.stack([vecs[f"{p.id}:claim" if n == 0 else f"{p.id}:claim{n}"] for n in range(len(p.all_claims))])
+            for p in rubric.pitfalls
+            if p.kind == "misconception" and p.all_claims
+        }
         return _Context(
             answer,
             units,
@@ -269,6 +275,7 @@ class Scorer:
             content_stems(answer),
             content_stems(rubric.question),
             whole,
+            claims,
         )
 
     def cover_features(self, rubric: Rubric, answer: str, stored: dict | None = None) -> np.ndarray:
@@ -401,10 +408,14 @@ class Scorer:
 
     def _asserts(self, pit: RubricPitfall, ctx: _Context):
         """Whether some unit asserts one of the wrong claims: close to it, with the claim's polarity
-        (an explicit denial has the opposite parity of negation cues), and closer to the claim than to
-        the correction. Code is not compared, on either side: MiniLM matches the correct call
-        (`torch.save(model.state_dict())`) to the wrong one (`model = torch.load(PATH)`) at 0.9+."""
+        (an explicit denial has the opposite parity of negation cues), closer to the claim than to the
+        correction, and closer to it than to any other misconception of the question (a sentence is
+        evidence for the wrong idea it is most like, not for each of its neighbours). Code is not
+        compared, on either side: MiniLM matches the correct call (`torch.save(model.state_dict())`)
+        to the wrong one (`model = torch.load(PATH)`) at 0.9+."""
         corr = ctx.vecs.get(f"{pit.id}:correction")
+        rivals = [m for pid, m in ctx.claims.items() if pid != pit.id]
+        rival_sims = np.concatenate([ctx.unit_vecs @ m.T for m in rivals], axis=1).max(axis=1) if rivals else None
         best, best_sim = None, 0.0
         for n, text in enumerate(pit.all_claims):
             if "`" in text or "(" in text:
@@ -421,6 +432,8 @@ class Scorer:
                 if any(negation_count(c.text) % 2 != negation_count(text) % 2 for c in context):
                     continue
                 if corr is not None and float(sims[i]) <= float(ctx.unit_vecs[i] @ corr):
+                    continue
+                if rival_sims is not None and sims[i] < rival_sims[i]:
                     continue
                 if sims[i] > best_sim:
                     best, best_sim = u, float(sims[i])
