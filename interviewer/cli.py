@@ -123,7 +123,8 @@ def print_report(report, file=sys.stdout) -> None:
         print(line, file=file)
     for p in report.pitfalls:
         if p.flagged:
-            print(f"  [flag: {p.kind}] {p.text}", file=file)
+            confirmed = " (confirmed by the LLM)" if p.check == "confirmed" else ""
+            print(f"  [flag: {p.kind}] {p.text}{confirmed}", file=file)
             if p.evidence:
                 print(f'                 "{p.evidence}"', file=file)
             print(f"                 -> {p.correction}", file=file)
@@ -162,8 +163,17 @@ def cmd_eval(args, settings: Settings) -> int:
     dev_path = Path(args.dev) if args.dev else DEFAULT_SHARED / "data" / "pytorch_dev.jsonl"
     mohler_path = Path(args.mohler) if args.mohler else DEFAULT_SHARED / "benchmarks" / "mohler" / "mohler_2273.csv"
     dev = mohler = None
+
+    def score(question_id: str, answer: str):
+        rubric = svc.rubric(question_id)
+        report = svc.score_answer(rubric, answer)
+        return svc.check_flags(rubric, report, answer) if args.llm_check else report
+
+    if args.llm_check and svc.llm is None:
+        print("error: --llm-check needs an LLM: set INTERVIEWER_LLM_MODEL (and OPENAI_BASE_URL)", file=sys.stderr)
+        return 2
     if dev_path.exists():
-        dev = evaluate_dev(svc.score, svc.bank, dev_path)
+        dev = evaluate_dev(score, svc.bank, dev_path)
     else:
         print(f"warning: no dev set at {dev_path}; pass --dev PATH", file=sys.stderr)
     if mohler_path.exists() and not args.skip_mohler:
@@ -227,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-mohler", action="store_true")
     p.add_argument("--json", action="store_true")
     p.add_argument("--details", action="store_true", help="with --json: per-answer decisions")
+    p.add_argument("--llm-check", action="store_true", help="let the configured LLM confirm misconception flags")
     p.set_defaults(func=cmd_eval)
     return parser
 

@@ -130,6 +130,7 @@ class PitfallResult:
     evidence: str | None
     correction: str
     evidence_span: tuple[int, int] | None = None
+    check: str | None = None  # "confirmed" or "withdrawn" by the LLM's second opinion; None: not asked
 
 
 @dataclass
@@ -152,6 +153,14 @@ class Report:
             for item in data[part]:
                 item.pop("evidence_span", None)
         return data
+
+
+def withdraw_flag(report: Report, flag: PitfallResult) -> None:
+    """Clear a misconception flag that a second opinion rejected, and lift its score penalty."""
+    flag.flagged, flag.check = False, "withdrawn"
+    report.raw = round(report.raw + MISCONCEPTION_PENALTY, 2)
+    report.score = round(float(np.clip(report.raw, 0, 100)))
+    report.grade = round(report.score / 20.0, 1)
 
 
 # -- helpers --------------------------------------------------------------------------------------

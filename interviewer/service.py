@@ -11,6 +11,7 @@ import numpy as np
 
 from .bank import Bank, get_bank
 from .batching import ScoreBatcher
+from .checking import check_flags
 from .embeddings import get_embedder
 from .errors import StoreUnavailable
 from .followups import suggest_follow_up
@@ -94,6 +95,8 @@ class Interviewer:
         (from the LLM when one is configured and `use_llm`, else, or on any LLM failure, the rubric)."""
         rubric = self.rubric(question_id)
         report = self.score_answer(rubric, answer)
+        if use_llm:
+            report = self.check_flags(rubric, report, answer)
         llm = self.llm if use_llm else None
         report.follow_up = suggest_follow_up(rubric, report, answer or "", llm, on_follow_up_text)
         return report
@@ -107,6 +110,13 @@ class Interviewer:
         report = self.score_rubric(rubric, answer, vectors)
         report.message = " ".join(filter(None, (report.message, notice))) or None
         return report
+
+    def check_flags(self, rubric: Rubric, report: Report, answer: str) -> Report:
+        """The LLM's second opinion on the report's misconception flags, when an LLM is configured and
+        INTERVIEWER_LLM_CHECK is on; otherwise the report as it is."""
+        if self.llm is None or not self.settings.llm_check or not (answer or "").strip():
+            return report
+        return check_flags(self.llm, rubric, report, answer)
 
     def stored_vectors(self, question_id: str) -> tuple[dict[str, np.ndarray], str | None]:
         """A bank question's rubric vectors from the store, and a notice when the store cannot be reached.

@@ -45,6 +45,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("INTERVIEWER_LLM_MODEL", "", "Model id for follow-ups; the LLM is used only when this is set."),
     Setting("INTERVIEWER_LLM_TIMEOUT", "20", "Seconds to wait for the LLM to answer (connect timeout is 2 s)."),
     Setting(
+        "INTERVIEWER_LLM_CHECK",
+        "1",
+        "With an LLM configured, 1 asks it to confirm each misconception flag and withdraws those it rejects; 0 never.",
+    ),
+    Setting(
         "INTERVIEWER_AUTH", "", "user:password pairs, comma-separated, required to bind to a non-loopback address."
     ),
     Setting(
@@ -157,6 +162,10 @@ class Settings:
     @property
     def llm_timeout(self) -> float:
         return float(self.get("INTERVIEWER_LLM_TIMEOUT"))
+
+    @property
+    def llm_check(self) -> bool:
+        return self.get("INTERVIEWER_LLM_CHECK").strip().lower() not in ("0", "false", "no", "off", "")
 
     @property
     def server_name(self) -> str:

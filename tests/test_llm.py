@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -18,12 +19,14 @@ from typing import ClassVar
 
 import pytest
 
+from interviewer.checking import CHECK_NOTICE, check_flags
 from interviewer.followups import LLM_NOTICE, follow_up_messages, suggest_follow_up
 from interviewer.llm import OpenAICompatibleLLM, quote_answer, render
+from interviewer.scoring import MISCONCEPTION_PENALTY
 from interviewer.service import Interviewer
 from interviewer.settings import Settings
 
-from .conftest import ROOT, free_port, run_cli, start_app, stop, wait_for_port
+from .conftest import ROOT, free_port, run_cli, running_app, start_app, stop, wait_for_port
 from .llm_server import MODEL_ID, wait_until_ready
 
 ANSWER = "You loop over the DataLoader, call model(inputs), compute the loss and call optimizer.step()."
@@ -141,6 +144,7 @@ def test_prompt_injection_against_the_real_server_gets_a_real_follow_up_question
 class _Misbehaving(BaseHTTPRequestHandler):
     mode = "hang"
     seen_keys: ClassVar[list[str]] = []
+    bodies: ClassVar[list[dict]] = []  # the chat requests received, for the tests to read
 
     def log_message(self, *args):
         pass
@@ -161,7 +165,7 @@ class _Misbehaving(BaseHTTPRequestHandler):
         self._json(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode())
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        _Misbehaving.bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0)))))
         _Misbehaving.seen_keys.append(self.headers.get("Authorization", ""))
         if self.mode == "401-echo":
             return self._json(
@@ -179,8 +183,9 @@ class _Misbehaving(BaseHTTPRequestHandler):
             self.wfile.write(b"data: {this is not json\n\n")
         elif self.mode == "404":
             self._json(404, b'{"error": {"message": "The model m does not exist"}}')
-        elif self.mode == "not-a-question":
-            chunk = {"choices": [{"index": 0, "delta": {"content": "Great answer, full marks."}}]}
+        elif self.mode in ("not-a-question", "YES", "NO"):
+            reply = "Great answer, full marks." if self.mode == "not-a-question" else self.mode
+            chunk = {"choices": [{"index": 0, "delta": {"content": reply}}]}
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -302,3 +307,102 @@ def test_the_api_key_never_reaches_logs_exports_errors_or_the_browser(misbehavin
     for text in received + written:
         assert key not in text
         assert key[8:24] not in text  # not even a piece of it
+
+
+# -- the LLM's second opinion on misconception flags -------------------------------------------------
+NUMPY_WRONG = "NumPy arrays can run directly on the GPU, you just pass the device when you create the array."
+
+
+def _judge(server, mode: str, timeout: float = 5) -> OpenAICompatibleLLM:
+    _Misbehaving.mode, _Misbehaving.bodies = mode, []
+    return OpenAICompatibleLLM(f"http://127.0.0.1:{server.server_port}/v1", "m", read_timeout=timeout)
+
+
+def _numpy_flag(service):
+    rubric = service.rubric("tensors-vs-numpy")
+    local = service.score_answer(rubric, NUMPY_WRONG)
+    assert {p.id: p for p in local.pitfalls}["tensors-vs-numpy.p2"].flagged
+    return rubric, local
+
+
+def test_a_flag_the_llm_rejects_is_withdrawn_and_its_penalty_lifted(misbehaving, service):
+    rubric, local = _numpy_flag(service)
+    raw = local.raw
+    report = check_flags(_judge(misbehaving, "NO"), rubric, local, NUMPY_WRONG)
+    flag = {p.id: p for p in report.pitfalls}["tensors-vs-numpy.p2"]
+    assert not flag.flagged and flag.check == "withdrawn"
+    assert report.raw == pytest.approx(raw + MISCONCEPTION_PENALTY)
+    assert report.score == round(min(max(report.raw, 0), 100)) and report.grade == round(report.score / 20, 1)
+    assert report.to_dict()["pitfalls"][1]["check"] == "withdrawn"
+
+
+def test_a_flag_the_llm_confirms_stays_and_the_llm_saw_the_evidence_as_data(misbehaving, service):
+    rubric, local = _numpy_flag(service)
+    score = local.score
+    report = check_flags(_judge(misbehaving, "YES"), rubric, local, NUMPY_WRONG)
+    flag = {p.id: p for p in report.pitfalls}["tensors-vs-numpy.p2"]
+    assert flag.flagged and flag.check == "confirmed" and report.score == score
+    assert len(_Misbehaving.bodies) == 1  # one question per flag
+    user = _Misbehaving.bodies[0]["messages"][1]["content"]
+    assert f"<sentence>\n{flag.evidence}\n</sentence>" in user
+    assert quote_answer(NUMPY_WRONG) in user
+    assert rubric.pitfalls[1].claim in user and flag.correction in user
+    assert _Misbehaving.bodies[0]["max_tokens"] <= 5 and _Misbehaving.bodies[0]["temperature"] == 0
+
+
+@pytest.mark.parametrize("mode", ["hang", "500", "not-a-question"])
+def test_when_the_check_fails_the_local_flags_stand_with_a_notice(misbehaving, service, mode):
+    rubric, local = _numpy_flag(service)
+    before = local.to_dict()
+    start = time.monotonic()
+    report = check_flags(_judge(misbehaving, mode, timeout=2), rubric, local, NUMPY_WRONG)
+    assert time.monotonic() - start < 2 * (2 + 2) + 2
+    after = report.to_dict()
+    assert CHECK_NOTICE in report.message
+    assert {k: v for k, v in after.items() if k != "message"} == {k: v for k, v in before.items() if k != "message"}
+
+
+def test_call_order_flags_are_exact_and_not_put_to_the_llm(misbehaving, service):
+    answer = "```python\nfor x, y in loader:\n    optimizer.step()\n    loss.backward()\n```\n"
+    rubric = service.rubric("training-loop")
+    report = check_flags(_judge(misbehaving, "NO"), rubric, service.score_answer(rubric, answer), answer)
+    assert {p.id: p for p in report.pitfalls}["training-loop.p2"].flagged
+    assert _Misbehaving.bodies == []
+
+
+def test_the_check_runs_in_score_and_practice_only_when_configured_and_switched_on(misbehaving, tmp_path, synced_index):
+    from gradio_client import Client
+
+    base = {"OPENAI_BASE_URL": f"http://127.0.0.1:{misbehaving.server_port}/v1", "INTERVIEWER_LLM_MODEL": "m"}
+    on = Interviewer(Settings({**base, "INTERVIEWER_HOME": str(tmp_path / "a")}, dotenv=None))
+    off = Interviewer(Settings({**base, "INTERVIEWER_LLM_CHECK": "0", "INTERVIEWER_HOME": str(tmp_path / "b")}, None))
+    _judge(misbehaving, "NO")
+    flag = {p.id: p for p in off.check_flags(off.rubric("tensors-vs-numpy"), _numpy_flag(off)[1], NUMPY_WRONG).pitfalls}
+    assert flag["tensors-vs-numpy.p2"].flagged and _Misbehaving.bodies == []
+    flag = {p.id: p for p in on.score("tensors-vs-numpy", NUMPY_WRONG).pitfalls}["tensors-vs-numpy.p2"]
+    assert not flag.flagged and flag.check == "withdrawn"
+
+    _judge(misbehaving, "NO")
+    bank = tmp_path / "bank"  # a one-question bank, so the practice session asks this question
+    bank.mkdir()
+    shutil.copy(ROOT / "rubrics" / "pytorch-interview" / "tensors-vs-numpy.yaml", bank)
+    with running_app(tmp_path / "home", synced_index, INTERVIEWER_RUBRICS=str(bank), **base) as url:
+        client = Client(url, verbose=False)
+        client.predict("kim", ["All topics"], "any", 1, "bank order", api_name="/on_start")
+        feedback = str(client.predict(NUMPY_WRONG, None, [], api_name="/on_submit"))
+    assert any("NumPy arrays can run on the GPU directly" in str(b) for b in _Misbehaving.bodies)  # it was asked
+    assert "Claiming that NumPy arrays can run on the GPU directly" not in feedback  # and its "no" was heeded
+
+
+def test_the_real_server_gives_a_verdict_or_the_local_flag_stands(llm_url, service):
+    rubric, local = _numpy_flag(service)
+    report = check_flags(OpenAICompatibleLLM(llm_url, MODEL_ID, read_timeout=60), rubric, local, NUMPY_WRONG)
+    flag = {p.id: p for p in report.pitfalls}["tensors-vs-numpy.p2"]
+    assert flag.check in ("confirmed", "withdrawn") or CHECK_NOTICE in report.message
+    assert flag.flagged == (flag.check != "withdrawn")
+
+
+def test_eval_with_llm_check_but_no_llm_says_what_to_set():
+    out = run_cli("eval", "--llm-check", "--skip-mohler")
+    assert out.returncode == 2
+    assert "INTERVIEWER_LLM_MODEL" in out.stderr

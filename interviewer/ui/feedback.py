@@ -32,7 +32,7 @@ def report_markdown(report: Report) -> str:
     if flags:
         lines += ["", "**Flags**"]
         for p in flags:
-            line = f"- *{p.kind}*: {p.text}"
+            line = f"- *{p.kind}*: {p.text}" + (" (confirmed by the LLM)" if p.check == "confirmed" else "")
             if p.evidence:
                 line += f"  \n  {_quote(p.evidence)}"
             line += f"  \n  → {p.correction}"

@@ -188,6 +188,7 @@ def build_practice_tab(bank: Bank, settings: Settings, history: History) -> gr.T
                         else "answer"
                     )
                     asked = q.question
+                report = svc.check_flags(rubric, report, text)
             except InterviewerError as exc:
                 yield (
                     session,
