@@ -34,7 +34,7 @@ def check_messages(rubric: Rubric, pitfall: RubricPitfall, flag: PitfallResult, 
         mistake=pitfall.text,
         claim=pitfall.claim or pitfall.text,
         correction=flag.correction,
-        evidence=quote_answer(flag.evidence or "").replace("answer>", "sentence>"),
+        evidence=quote_answer(flag.evidence or "", tag="sentence"),
         answer=quote_answer(without_directives(answer)),
     )
 

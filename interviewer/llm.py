@@ -164,10 +164,10 @@ def load_prompt(name: str) -> tuple[str, str]:
     return system.strip(), user.strip()
 
 
-def quote_answer(answer: str) -> str:
-    """The candidate's words as data: inside <answer> tags that the text itself cannot close."""
+def quote_answer(answer: str, tag: str = "answer") -> str:
+    """The candidate's words as data: inside <answer> (or <tag>) tags that the text itself cannot close."""
     cleaned = answer.replace("<", "‹").replace(">", "›")
-    return f"<answer>\n{cleaned}\n</answer>"
+    return f"<{tag}>\n{cleaned}\n</{tag}>"
 
 
 def render(name: str, **fields: str) -> list[dict]:
