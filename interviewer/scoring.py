@@ -299,12 +299,16 @@ class Scorer:
         reports: list[Report] = []
         for start in range(0, len(jobs), chunk):
             part = jobs[start : start + chunk]
-            texts = []
+            units, wholes = [], []
             for _, answer, _ in part:
                 if answer and answer.strip():
                     kept = blank_directives(truncate_words(answer, self.max_words)[0])[0]
-                    texts += [u.text for u in split_units(kept)] + [kept]  # the units, and the whole answer
-            self._embed(texts)  # one batched pass fills the cache that score() reads
+                    units += [u.text for u in split_units(kept)]
+                    wholes.append(kept)
+            # Two batched passes fill the cache that score() reads. Apart, because a batch is padded to
+            # its longest text: with a few answers, one whole answer would pad every unit to its length.
+            self._embed(units)
+            self._embed(wholes)
             reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)
         return reports
 
