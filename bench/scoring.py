@@ -61,9 +61,10 @@ def main(repeats: int = 30) -> None:
     t0 = time.perf_counter()
     svc.ensure_index()
     sync_s = time.perf_counter() - t0
-    every_unit = [u.text for u in split_units(ANSWER_150)]
+    split = split_units(ANSWER_150)
+    every_unit = [u.text for u in split]
     # What the scorer embeds: a window of two sentences gets the sum of their vectors instead.
-    units = [u.text for u in split_units(ANSWER_150) if u.kind != "window"]
+    units = [u.text for u in split if u.kind != "window"]
     svc.score("training-loop", ANSWER_150)  # warm: model loaded, rubric vectors cached
 
     latencies, floors, every = [], [], []

@@ -161,8 +161,18 @@ def withdraw_flag(report: Report, flag: PitfallResult) -> None:
     """Clear a misconception flag that a second opinion rejected, and lift its score penalty."""
     flag.flagged, flag.check = False, "withdrawn"
     report.raw = round(report.raw + MISCONCEPTION_PENALTY, 2)
-    report.score = round(float(np.clip(report.raw, 0, 100)))
-    report.grade = round(report.score / 20.0, 1)
+    report.score, report.grade = _scaled(report.raw)
+
+
+def _claim_key(pitfall_id: str, n: int) -> str:
+    """The vector key of a misconception's n-th phrasing of its wrong claim (0: `claim`, then `claims`)."""
+    return f"{pitfall_id}:claim" if n == 0 else f"{pitfall_id}:claim{n}"
+
+
+def _scaled(raw: float) -> tuple[int, float]:
+    """The 0-100 score and the 0-5 grade people read, from the unclipped score."""
+    score = round(float(np.clip(raw, 0, 100)))
+    return score, round(score / 20.0, 1)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -178,7 +188,7 @@ class _Context:
     answer_stems: set[str]
     question_stems: set[str]
     whole: np.ndarray  # the whole answer's vector
-    claims: dict[str, np.ndarray]  # misconception id -> its claim phrasings' vectors (rows)
+    claim_sims: dict[str, np.ndarray]  # misconception id -> unit x claim-phrasing cosine
 
 
 def _term_hits(answer: str, terms: list[str]) -> list[tuple[str, int]]:
@@ -243,7 +253,7 @@ class Scorer:
         reference_stems = content_stems(rubric.reference_text) - ctx.question_stems
         lexical = len(reference_stems & ctx.answer_stems) / len(reference_stems) if reference_stems else 0.0
         raw = self._raw_score(covers, pitfalls, holistic, lexical)
-        score = round(float(np.clip(raw, 0, 100)))
+        score, grade = _scaled(raw)
         message = None
         n_words = len(answer.split())
         if truncated:
@@ -251,7 +261,7 @@ class Scorer:
         return Report(
             rubric.question_id,
             score,
-            round(score / 20.0, 1),
+            grade,
             covers,
             pitfalls,
             message=message,
@@ -272,8 +282,8 @@ class Scorer:
         # Apart from the units: batched with them, the long whole answer would pad every unit to its length.
         whole = self._embed([answer])[0]
         points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
-        claims = {
-            p.id: np.stack([vecs[f"{p.id}:claim" if n == 0 else f"{p.id}:claim{n}"] for n in range(len(p.all_claims))])
+        claim_sims = {
+            p.id: unit_vecs @ np.stack([vecs[_claim_key(p.id, n)] for n in range(len(p.all_claims))], axis=1)
             for p in rubric.pitfalls
             if p.kind == "misconception" and p.all_claims
         }
@@ -286,7 +296,7 @@ class Scorer:
             content_stems(answer),
             content_stems(rubric.question),
             whole,
-            claims,
+            claim_sims,
         )
 
     def _unit_vectors(self, units: list[Unit]) -> np.ndarray:
@@ -300,8 +310,9 @@ class Scorer:
         for i, u in enumerate(units):
             if u.kind != "window":
                 continue
+            # A window is made of whole prose sentences or items (text.split_units), all embedded above.
             parts = [j for j in own if units[j].kind in _WINDOW_PARTS and u.start <= units[j].start < u.end]
-            total = vecs[parts].sum(axis=0) if parts else self._embed([u.text])[0]
+            total = vecs[parts].sum(axis=0)
             vecs[i] = total / max(float(np.linalg.norm(total)), 1e-12)
         return vecs
 
@@ -346,7 +357,7 @@ class Scorer:
                 if text:
                     wanted[f"{p.id}:{kind}"] = text
             for n, claim in enumerate(p.all_claims):
-                key = f"{p.id}:claim" if n == 0 else f"{p.id}:claim{n}"
+                key = _claim_key(p.id, n)
                 wanted[key] = claim
                 wanted[key + ":neg"] = negate(claim)
             if p.expects:
@@ -445,14 +456,13 @@ class Scorer:
         compared, on either side: MiniLM matches the correct call (`torch.save(model.state_dict())`)
         to the wrong one (`model = torch.load(PATH)`) at 0.9+."""
         corr = ctx.vecs.get(f"{pit.id}:correction")
-        rivals = [m for pid, m in ctx.claims.items() if pid != pit.id]
-        rival_sims = np.concatenate([ctx.unit_vecs @ m.T for m in rivals], axis=1).max(axis=1) if rivals else None
+        rivals = [m for pid, m in ctx.claim_sims.items() if pid != pit.id]
+        rival_sims = np.concatenate(rivals, axis=1).max(axis=1) if rivals else None
         best, best_sim = None, 0.0
         for n, text in enumerate(pit.all_claims):
             if "`" in text or "(" in text:
                 continue
-            claim = ctx.vecs[f"{pit.id}:claim" if n == 0 else f"{pit.id}:claim{n}"]
-            sims = ctx.unit_vecs @ claim
+            sims = ctx.claim_sims[pit.id][:, n]
             for i in np.flatnonzero(sims >= CLAIM_THRESHOLD):
                 u = ctx.units[i]
                 if is_codeish(u.text):
