@@ -451,17 +451,22 @@ class Scorer:
     def _asserts(self, pit: RubricPitfall, ctx: _Context):
         """Whether some unit asserts one of the wrong claims: close to it, with the claim's polarity
         (an explicit denial has the opposite parity of negation cues), closer to the claim than to the
-        correction, and closer to it than to any other misconception of the question (a sentence is
-        evidence for the wrong idea it is most like, not for each of its neighbours). Code is not
-        compared, on either side: MiniLM matches the correct call (`torch.save(model.state_dict())`)
-        to the wrong one (`model = torch.load(PATH)`) at 0.9+."""
+        correction in meaning and no nearer to the correction in words (a unit that uses more of the
+        correction's own words than of the claim's sides with the correction: "it's define-by-run, a fresh
+        graph every iteration" against "you define the graph first, it's define-and-run"), and closer to it
+        than to any other misconception of the question (a sentence is evidence for the wrong idea it is
+        most like, not for each of its neighbours). Code is not compared, on either side: MiniLM matches
+        the correct call (`torch.save(model.state_dict())`) to the wrong one (`model = torch.load(PATH)`)
+        at 0.9+. A claim that names a call in prose ("model.eval() turns off gradient tracking") is prose."""
         corr = ctx.vecs.get(f"{pit.id}:correction")
         rivals = [m for pid, m in ctx.claim_sims.items() if pid != pit.id]
         rival_sims = np.concatenate(rivals, axis=1).max(axis=1) if rivals else None
+        corr_words = content_stems(pit.correction) if pit.correction else set()
         best, best_sim = None, 0.0
         for n, text in enumerate(pit.all_claims):
-            if "`" in text or "(" in text:
+            if "`" in text:
                 continue
+            claim_words = content_stems(text)
             sims = ctx.claim_sims[pit.id][:, n]
             for i in np.flatnonzero(sims >= CLAIM_THRESHOLD):
                 u = ctx.units[i]
@@ -475,6 +480,9 @@ class Scorer:
                 if corr is not None and float(sims[i]) <= float(ctx.unit_vecs[i] @ corr):
                     continue
                 if rival_sims is not None and sims[i] < rival_sims[i]:
+                    continue
+                words = content_stems(u.text)
+                if len(words & (corr_words - claim_words)) > len(words & (claim_words - corr_words)):
                     continue
                 if sims[i] > best_sim:
                     best, best_sim = u, float(sims[i])

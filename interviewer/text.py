@@ -144,7 +144,6 @@ NEGATIONS = {
     "needn't",
     "hasn't",
     "haven't",
-    "only",
 }
 # A contraction starts where a run of letters does; from every letter of a long run the first branch
 # would rescan the run (quadratic).
@@ -152,7 +151,8 @@ _NEG_TOKEN = re.compile(r"(?<![a-z])[a-z]+(?:n't|n’t)|\b[a-z]+\b")
 
 
 def negation_count(text: str) -> int:
-    """Negation cues in `text` ("only" counts: it excludes everything else)."""
+    """Negation cues in `text`. "Only" is not one: "you only need `.cuda()` on the model" asserts, and
+    "backward() fills .grad only for leaf tensors" states a point rather than denying it."""
     text = text.lower().replace("’", "'").replace("!=", " not ")
     return sum(1 for tok in _NEG_TOKEN.findall(text) if tok in NEGATIONS)
 
@@ -263,9 +263,11 @@ _CODE_TOKEN = re.compile(r"\w\(|\w\.\w|\w_\w|[=#{}\[\]]")
 
 
 def is_codeish(text: str) -> bool:
-    """Mostly code: a line like `torch.save(model.state_dict(), PATH)` rather than a sentence."""
+    """Mostly code: a line like `torch.save(model.state_dict(), PATH)` rather than a sentence. Counted in
+    tokens and in characters, so a label in front ("Save: torch.save(model.state_dict(), PATH).") does not
+    make a line of code prose."""
     tokens = text.split()
     if not tokens:
         return False
-    code = sum(1 for t in tokens if _CODE_TOKEN.search(t))
-    return code / len(tokens) > 0.4
+    code = [t for t in tokens if _CODE_TOKEN.search(t)]
+    return len(code) / len(tokens) > 0.4 or sum(map(len, code)) / sum(map(len, tokens)) > 0.4

@@ -54,6 +54,42 @@ def test_a_correct_negation_is_not_flagged_but_the_misconception_is(service):
     assert "CPU" in bad["tensors-vs-numpy.p2"].correction
 
 
+def _flag(service, question_id, answer, pitfall_id):
+    return {p.id: p for p in service.score(question_id, answer).pitfalls}[pitfall_id]
+
+
+def test_a_sentence_in_the_corrections_words_is_not_read_as_the_wrong_claim(service):
+    # "define-by-run ... a fresh one every iteration" is the correction's wording, though MiniLM puts
+    # the sentence nearer the claim "you define the graph first ..., it's define-and-run".
+    right = (
+        "It's define-by-run rather than define-then-run: the graph is built as the forward code executes, "
+        "and a fresh one every iteration."
+    )
+    wrong = "PyTorch builds the computation graph once when you define the model and then reuses it for every batch."
+    assert not _flag(service, "autograd", right, "autograd.p1").flagged
+    assert _flag(service, "autograd", wrong, "autograd.p1").flagged
+
+
+def test_a_claim_that_names_calls_in_prose_is_compared_and_only_is_not_a_denial(service):
+    wrong_modes = "model.eval() switches off gradient tracking, and model.train() switches it back on."
+    right_modes = (
+        "model.eval() only changes how dropout and batch norm behave; it does not switch off gradient tracking."
+    )
+    assert _flag(service, "train-vs-eval", wrong_modes, "train-vs-eval.p2").flagged
+    assert not _flag(service, "train-vs-eval", right_modes, "train-vs-eval.p2").flagged
+    no_grad = (
+        "In the training loop you can run the forward pass under torch.no_grad() to save memory "
+        "and still call backward afterwards."
+    )
+    assert _flag(service, "no-grad", no_grad, "no-grad.p1").flagged
+    # "only" restricts, it does not deny: this asserts that moving the model is enough.
+    only = (
+        "Once the model is on the GPU, the inputs get moved over automatically, so you only need .cuda() on the model."
+    )
+    pit = _flag(service, "gpu-device", only, "gpu-device.p1")
+    assert pit.flagged and pit.evidence in only
+
+
 def test_step_before_backward_in_code_is_flagged_with_both_calls_in_the_evidence(service):
     answer = (
         "My loop:\n\n```python\nfor x, y in loader:\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n"
