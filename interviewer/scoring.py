@@ -41,6 +41,7 @@ SCORE_FLOOR, SCORE_CEIL = 0.30, 0.73
 MISCONCEPTION_PENALTY = 12.0
 DEFAULT_MAX_WORDS = 5000
 _WINDOW_PARTS = ("sentence", "item")  # what a window of neighbours is made of
+_ANSWER_PARTS = ("sentence", "item", "code")  # what the answer is made of: clauses and windows overlap them
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -187,7 +188,7 @@ class _Context:
     point_matrix: np.ndarray  # unit x covers-point cosine
     answer_stems: set[str]
     question_stems: set[str]
-    whole: np.ndarray  # the whole answer's vector
+    whole: np.ndarray  # the whole answer's vector (the normalised sum of its parts')
     claim_sims: dict[str, np.ndarray]  # misconception id -> unit x claim-phrasing cosine
 
 
@@ -214,6 +215,11 @@ def _opposes(unit_vec: np.ndarray, stmt_vec: np.ndarray, neg_vec: np.ndarray, un
     closer_to_negation = float(unit_vec @ neg_vec) > float(unit_vec @ stmt_vec)
     parity_differs = (negation_count(unit_text) % 2) != (negation_count(stmt) % 2)
     return closer_to_negation and parity_differs
+
+
+def _normalised_sum(vectors: np.ndarray) -> np.ndarray:
+    total = vectors.sum(axis=0)
+    return total / max(float(np.linalg.norm(total)), 1e-12)
 
 
 def truncate_words(answer: str, max_words: int) -> tuple[str, bool]:
@@ -279,8 +285,10 @@ class Scorer:
             units = [Unit(answer.strip(), answer.index(answer.strip()), len(answer.rstrip()), "sentence")]
         vecs = self._rubric_vectors(rubric, stored)
         unit_vecs = self._unit_vectors(units)
-        # Apart from the units: batched with them, the long whole answer would pad every unit to its length.
-        whole = self._embed([answer])[0]
+        # The whole answer is not run through the model again: its vector is the normalised sum of its
+        # sentences', items' and code lines' vectors. That reads all of a long answer (the model reads
+        # 256 tokens) and, on the dev set and Mohler, follows the graders as well as a pass of its own.
+        whole = _normalised_sum(unit_vecs[[i for i, u in enumerate(units) if u.kind in _ANSWER_PARTS]])
         points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
         claim_sims = {
             p.id: unit_vecs @ np.stack([vecs[_claim_key(p.id, n)] for n in range(len(p.all_claims))], axis=1)
@@ -302,7 +310,8 @@ class Scorer:
     def _unit_vectors(self, units: list[Unit]) -> np.ndarray:
         """Every unit's vector. A window of neighbouring sentences is not embedded: it gets the normalised
         sum of its sentences' vectors, which scores the dev set and Mohler the same (see the README) and
-        saves about 45% of the model time on a typical answer."""
+        saves about 45% of the model time on a typical answer. The whole answer is not embedded either
+        (see `_context`)."""
         own = [i for i, u in enumerate(units) if u.kind != "window"]
         embedded = self._embed([units[i].text for i in own])
         vecs = np.zeros((len(units), embedded.shape[1]), dtype=np.float32)
@@ -312,8 +321,7 @@ class Scorer:
                 continue
             # A window is made of whole prose sentences or items (text.split_units), all embedded above.
             parts = [j for j in own if units[j].kind in _WINDOW_PARTS and u.start <= units[j].start < u.end]
-            total = vecs[parts].sum(axis=0)
-            vecs[i] = total / max(float(np.linalg.norm(total)), 1e-12)
+            vecs[i] = _normalised_sum(vecs[parts])
         return vecs
 
     def cover_features(self, rubric: Rubric, answer: str, stored: dict | None = None) -> np.ndarray:
@@ -328,16 +336,12 @@ class Scorer:
         reports: list[Report] = []
         for start in range(0, len(jobs), chunk):
             part = jobs[start : start + chunk]
-            units, wholes = [], []
+            units = []
             for _, answer, _ in part:
                 if answer and answer.strip():
                     kept = blank_directives(truncate_words(answer, self.max_words)[0])[0]
                     units += [u.text for u in split_units(kept) if u.kind != "window"]
-                    wholes.append(kept)
-            # Two batched passes fill the cache that score() reads. Apart, because a batch is padded to
-            # its longest text: with a few answers, one whole answer would pad every unit to its length.
-            self._embed(units)
-            self._embed(wholes)
+            self._embed(units)  # one batched pass fills the cache that score() reads
             reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)
         return reports
 
