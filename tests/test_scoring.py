@@ -178,3 +178,32 @@ def test_embedder_caches_repeated_texts_and_returns_unit_vectors(embedder):
     again = embedder.embed(["gradients flow backwards"])
     assert np.allclose(first[1], again[0])
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-4)
+
+
+def test_packed_rows_give_the_models_own_vectors(embedder):
+    from bench.scoring import ANSWER_150
+    from interviewer.text import split_units
+
+    texts = [u.text for u in split_units(ANSWER_150) if u.kind != "window"]
+    texts += [ANSWER_150 * 3, "ok", "é, ü and 日本語 in one line", "x = torch.zeros(3, requires_grad=True)"]
+    assert embedder.packed  # on a CPU the bundled model passes the probe check
+    packed = embedder.embed_batch(texts)
+    embedder.packed = False
+    try:
+        padded = embedder.embed_batch(texts)
+    finally:
+        embedder.packed = True
+    assert packed.shape == padded.shape
+    assert np.min(np.sum(packed * padded, axis=1)) > 0.9999  # the long one is cut at 128 tokens both ways
+
+
+def test_pack_rows_places_every_text_once_in_rows_of_about_equal_length():
+    from interviewer.embeddings import pack_rows
+
+    lengths = [44, 37, 32, 30, 26, 26, 23, 21, 19, 15, 128, 3]
+    rows = pack_rows(lengths, capacity=128)
+    assert sorted(i for row in rows for i in row) == list(range(len(lengths)))
+    loads = [sum(lengths[i] for i in row) for row in rows]
+    assert len(rows) == 4  # ceil(404 / 128)
+    assert max(loads) - min(loads) <= max(lengths)
+    assert pack_rows([]) == []
