@@ -180,11 +180,13 @@ class SentenceTransformerEmbedder(Embedder):
         """Mean-pooled, normalised vectors with the texts packed into shared rows (see PACK_TOKENS)."""
         import torch
 
+        encoder = model[0].auto_model
+        if not texts:
+            return np.zeros((0, encoder.config.hidden_size), dtype=np.float32)
         features = model.preprocess(texts)  # the model's own tokenizer, truncation and special tokens
         ids, mask = features["input_ids"], features["attention_mask"]
         types = features.get("token_type_ids")
         lengths = mask.sum(dim=1).tolist()
-        encoder = model[0].auto_model
         out = torch.empty(len(texts), encoder.config.hidden_size)
         rows = pack_rows(lengths)
         for start in range(0, len(rows), PACK_ROWS):
