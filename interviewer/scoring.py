@@ -287,7 +287,7 @@ class Scorer:
         unit_vecs = self._unit_vectors(units)
         # The whole answer is not run through the model again: its vector is the normalised sum of its
         # sentences', items' and code lines' vectors. That reads all of a long answer (the model reads
-        # 256 tokens) and, on the dev set and Mohler, follows the graders as well as a pass of its own.
+        # 128 tokens) and, on the dev set and Mohler, follows the graders as well as a pass of its own.
         whole = _normalised_sum(unit_vecs[[i for i, u in enumerate(units) if u.kind in _ANSWER_PARTS]])
         points = np.stack([vecs[p.id] for p in rubric.covers], axis=1)
         claim_sims = {
