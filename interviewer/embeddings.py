@@ -34,10 +34,9 @@ _PACK_PROBES = (
 )
 
 
-def pack_rows(lengths: Sequence[int], capacity: int | None = None) -> list[list[int]]:
+def pack_rows(lengths: Sequence[int], capacity: int = PACK_TOKENS) -> list[list[int]]:
     """Indices of texts grouped into rows of about `capacity` tokens: longest first, each onto the row
     with the fewest tokens so far, so the rows come out about equally long and little is padded."""
-    capacity = capacity or PACK_TOKENS
     rows: list[list[int]] = [[] for _ in range(max(1, math.ceil(sum(lengths) / capacity)))]
     heap = [(0, r) for r in range(len(rows))]
     for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
