@@ -68,30 +68,26 @@ def main(repeats: int = 30) -> None:
     units = [u.text for u in split if u.kind != "window"]
     svc.score("training-loop", ANSWER_150)  # warm: model loaded, rubric vectors cached
 
+    def cold(work, arg) -> float:
+        """Seconds `work(arg)` takes with no vector cached, as for a new answer."""
+        svc.embedder._cache.clear()
+        t = time.perf_counter()
+        work(arg)
+        return time.perf_counter() - t
+
+    packs = getattr(svc.embedder, "packed", False)
     latencies, floors, every, whole, padded = [], [], [], [], []
     for _ in range(repeats):
-        svc.embedder._cache.clear()  # each run embeds the answer again, as a new answer would
-        t = time.perf_counter()
-        svc.score("training-loop", ANSWER_150)
-        latencies.append(time.perf_counter() - t)
-        svc.embedder._cache.clear()
-        t = time.perf_counter()
-        svc.embedder.embed(units)
-        floors.append(time.perf_counter() - t)
-        svc.embedder._cache.clear()
-        t = time.perf_counter()
-        svc.embedder.embed(every_unit)
-        every.append(time.perf_counter() - t)
-        svc.embedder._cache.clear()
-        t = time.perf_counter()
-        svc.embedder.embed([ANSWER_150])
-        whole.append(time.perf_counter() - t)
-        if getattr(svc.embedder, "packed", False):
+        latencies.append(cold(lambda answer: svc.score("training-loop", answer), ANSWER_150))
+        floors.append(cold(svc.embedder.embed, units))
+        every.append(cold(svc.embedder.embed, every_unit))
+        whole.append(cold(svc.embedder.embed, [ANSWER_150]))
+        if packs:
             svc.embedder.packed = False
-            t = time.perf_counter()
-            svc.embedder.embed_batch(units)
-            padded.append(time.perf_counter() - t)
-            svc.embedder.packed = True
+            try:
+                padded.append(cold(svc.embedder.embed_batch, units))
+            finally:
+                svc.embedder.packed = True
     p50, p95, floor = percentile(latencies, 0.5), percentile(latencies, 0.95), statistics.median(floors)
 
     rows = [

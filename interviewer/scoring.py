@@ -466,6 +466,7 @@ class Scorer:
         rivals = [m for pid, m in ctx.claim_sims.items() if pid != pit.id]
         rival_sims = np.concatenate(rivals, axis=1).max(axis=1) if rivals else None
         corr_words = content_stems(pit.correction) if pit.correction else set()
+        unit_words: dict[int, set[str]] = {}  # a unit's content stems, once across the claim phrasings
         best, best_sim = None, 0.0
         for n, text in enumerate(pit.all_claims):
             if "`" in text:
@@ -485,7 +486,9 @@ class Scorer:
                     continue
                 if rival_sims is not None and sims[i] < rival_sims[i]:
                     continue
-                words = content_stems(u.text)
+                if i not in unit_words:
+                    unit_words[i] = content_stems(u.text)
+                words = unit_words[i]
                 if len(words & (corr_words - claim_words)) > len(words & (claim_words - corr_words)):
                     continue
                 if sims[i] > best_sim:
