@@ -32,6 +32,12 @@ SETTINGS: tuple[Setting, ...] = (
         "INTERVIEWER_DEVICE", "auto", "Device for the embedder: auto (cuda, then mps, then cpu), cuda, mps or cpu."
     ),
     Setting(
+        "INTERVIEWER_EMBED_RUNTIME",
+        "auto",
+        "auto runs the embedder through ONNX Runtime on a CPU (exported once into the data directory's "
+        "`models/`), else torch; torch always uses torch.",
+    ),
+    Setting(
         "INTERVIEWER_MAX_WORDS",
         "5000",
         "Answers longer than this many words are cut (with a visible note) before scoring.",
@@ -134,6 +140,10 @@ class Settings:
     @property
     def device(self) -> str:
         return self.get("INTERVIEWER_DEVICE").lower()
+
+    @property
+    def embed_runtime(self) -> str:
+        return self.get("INTERVIEWER_EMBED_RUNTIME").strip().lower() or "auto"
 
     @property
     def max_words(self) -> int:

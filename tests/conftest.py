@@ -33,11 +33,14 @@ import interviewer  # noqa: E402,F401  (offline environment before torch loads)
 @pytest.fixture(scope="session")
 def synced_index(tmp_path_factory) -> Path:
     """The bundled bank embedded once per session; tests get a copy, so none sees another's writes."""
+    from interviewer.embeddings import SentenceTransformerEmbedder
     from interviewer.service import Interviewer
     from interviewer.settings import Settings
 
     home = tmp_path_factory.mktemp("synced-home")
     Interviewer(Settings(env={"INTERVIEWER_HOME": str(home)})).ensure_index()
+    if not (home / "models").is_dir():  # the shared embedder was first made for another home
+        SentenceTransformerEmbedder(cache_dir=home / "models").embed(["export the model"])
     return home / "chroma"
 
 
@@ -45,11 +48,14 @@ def synced_index(tmp_path_factory) -> Path:
 def home(request, tmp_path, monkeypatch) -> Path:
     """A temporary data directory per test, and no LLM or Chroma server unless a test sets one.
 
-    It starts with a copy of the synced bank index (embedding the bank takes ~20 s on 2 cores), except
-    for tests marked `fresh_home`, which start empty."""
+    It starts with a copy of the synced bank index (embedding the bank takes ~20 s on 2 cores) and the
+    embedder's ONNX export, except for tests marked `fresh_home`, which start empty."""
     home = tmp_path / "home"
     if request.node.get_closest_marker("fresh_home") is None:
-        shutil.copytree(request.getfixturevalue("synced_index"), home / "chroma")
+        synced = request.getfixturevalue("synced_index")
+        shutil.copytree(synced, home / "chroma")
+        # The embedder's ONNX export, shared read-only: an app or CLI started by a test loads in a second.
+        (home / "models").symlink_to(synced.parent / "models", target_is_directory=True)
     monkeypatch.setenv("INTERVIEWER_HOME", str(home))
     for name in ("CHROMA_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY", "INTERVIEWER_LLM_MODEL", "INTERVIEWER_RUBRICS"):
         monkeypatch.delenv(name, raising=False)
@@ -58,11 +64,11 @@ def home(request, tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def embedder():
+def embedder(synced_index):
     from interviewer.embeddings import get_embedder
     from interviewer.settings import Settings
 
-    return get_embedder(Settings(env={}))
+    return get_embedder(Settings(env={"INTERVIEWER_HOME": str(synced_index.parent)}))
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """The scorer with the real bundled model and a real Chroma index on disk."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ from interviewer.embeddings import Embedder
 from interviewer.scoring import Scorer
 from interviewer.service import inline_rubric
 
-from .conftest import run_cli
+from .conftest import ROOT, run_cli
 
 STRONG_TRAINING_LOOP = """\
 For each epoch I iterate over the DataLoader to get batches of inputs and targets.
@@ -180,21 +182,70 @@ def test_embedder_caches_repeated_texts_and_returns_unit_vectors(embedder):
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-4)
 
 
-def test_packed_rows_give_the_models_own_vectors(embedder):
+def _packing_texts() -> list[str]:
     from bench.scoring import ANSWER_150
     from interviewer.text import split_units
 
     texts = [u.text for u in split_units(ANSWER_150) if u.kind != "window"]
-    texts += [ANSWER_150 * 3, "ok", "é, ü and 日本語 in one line", "x = torch.zeros(3, requires_grad=True)"]
-    assert embedder.packed  # on a CPU the bundled model passes the probe check
-    packed = embedder.embed_batch(texts)
-    embedder.packed = False
+    return [*texts, ANSWER_150 * 3, "ok", "é, ü and 日本語 in one line", "x = torch.zeros(3, requires_grad=True)"]
+
+
+def _vectors_with(embedder, runtime: str, texts: list[str]) -> np.ndarray:
+    used = embedder.runtime
+    embedder.runtime = runtime
     try:
-        padded = embedder.embed_batch(texts)
+        return embedder.embed_batch(texts)
     finally:
-        embedder.packed = True
-    assert packed.shape == padded.shape
-    assert np.min(np.sum(packed * padded, axis=1)) > 0.9999  # the long one is cut at 128 tokens both ways
+        embedder.runtime = used
+
+
+def test_onnx_and_packed_rows_give_the_models_own_vectors(embedder):
+    texts = _packing_texts()
+    assert embedder.runtime == "onnx"  # on a CPU, with onnxruntime installed
+    padded = _vectors_with(embedder, "padded", texts)  # the model's own encode
+    for runtime in ("onnx", "packed"):
+        vectors = _vectors_with(embedder, runtime, texts)
+        assert vectors.shape == padded.shape
+        assert np.min(np.sum(vectors * padded, axis=1)) > 0.9999, runtime  # the long one is cut at 128 tokens
+
+
+def test_a_start_with_the_onnx_export_in_place_imports_neither_torch_nor_sentence_transformers(embedder):
+    texts = _packing_texts()
+    code = (
+        "import json, sys; from interviewer.embeddings import SentenceTransformerEmbedder; "
+        f"e = SentenceTransformerEmbedder(cache_dir={str(embedder.cache_dir)!r}); "
+        f"v = e.embed({texts!r}).tolist(); "
+        "print(json.dumps([e.runtime, 'torch' in sys.modules, 'sentence_transformers' in sys.modules, v]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    runtime, torch_loaded, st_loaded, vectors = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (runtime, torch_loaded, st_loaded) == ("onnx", False, False)
+    assert np.min(np.sum(np.asarray(vectors) * embedder.embed(texts), axis=1)) > 0.9999
+
+
+def test_a_damaged_onnx_export_falls_back_to_torch_and_is_exported_again(embedder, tmp_path, caplog):
+    from interviewer.embeddings import SentenceTransformerEmbedder
+
+    texts = _packing_texts()
+    first = SentenceTransformerEmbedder(cache_dir=tmp_path)
+    assert first.runtime == "onnx"
+    [export] = tmp_path.glob("*.onnx")
+    export.write_bytes(export.read_bytes()[:1000])  # as if the disk filled up during a copy
+
+    damaged = SentenceTransformerEmbedder(cache_dir=tmp_path)
+    assert damaged.runtime == "packed"
+    assert "ONNX Runtime not used" in caplog.text
+    assert np.min(np.sum(damaged.embed(texts) * embedder.embed(texts), axis=1)) > 0.9999
+    assert SentenceTransformerEmbedder(cache_dir=tmp_path).runtime == "onnx"  # the next start exports again
+
+
+def test_the_torch_runtime_setting_keeps_onnx_out(tmp_path):
+    from interviewer.embeddings import get_embedder
+    from interviewer.settings import Settings
+
+    chosen = get_embedder(Settings(env={"INTERVIEWER_HOME": str(tmp_path), "INTERVIEWER_EMBED_RUNTIME": "torch"}))
+    assert chosen.runtime == "packed"
+    assert not (tmp_path / "models").exists()
 
 
 def test_pack_rows_places_every_text_once_in_rows_of_about_equal_length():
