@@ -16,7 +16,8 @@ import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -148,7 +149,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.requested_runtime = runtime
         self.name = self.model_path.name
         self._model = None
-        self._onnx = None  # (session, tokenizer) once ONNX Runtime is in use
+        self._onnx: _OnnxEncoder | None = None
         self._load_lock = threading.RLock()  # choosing the runtime may load the torch model
         # Chosen on first use: "onnx", "packed" (torch, packed rows) or "padded" (the model's own encode).
         self._runtime: str | None = None
@@ -265,8 +266,8 @@ class SentenceTransformerEmbedder(Embedder):
 
         return forward
 
-    def _open_onnx(self):
-        """(session, tokenizer) for the encoder under ONNX Runtime, exporting it on first use; None where
+    def _open_onnx(self) -> _OnnxEncoder | None:
+        """The encoder under ONNX Runtime, exporting it on first use; None where
         that can't be had or doesn't give the model's own vectors (the reason is logged; torch is used)."""
         try:
             import onnxruntime
@@ -281,7 +282,8 @@ class SentenceTransformerEmbedder(Embedder):
                 log.info("Exporting %s to ONNX Runtime (once per model): %s", self.name, path)
                 _export_onnx(model[0].auto_model, path)
                 known = {"max_tokens": model.max_seq_length, "probes": self._probe_vectors(model).tolist()}
-                _write_atomically(facts, json.dumps(known))
+                with _replacing(facts) as tmp:
+                    Path(tmp).write_text(json.dumps(known), encoding="utf-8")
             known = json.loads(facts.read_text())
             tokenizer = Tokenizer.from_file(str(self.model_path / "tokenizer.json"))
             tokenizer.no_padding()
@@ -300,26 +302,12 @@ class SentenceTransformerEmbedder(Embedder):
             log.warning("ONNX Runtime not used for %s (%s); embedding with torch.", self.name, exc)
             return None
 
-        onnx = (session, tokenizer)
-        probes = self._encode_packed(self._onnx_ids(onnx, list(_PACK_PROBES)), self._onnx_forward(onnx))
+        onnx = _OnnxEncoder(session, tokenizer)
+        probes = self._encode_packed(onnx.token_ids(list(_PACK_PROBES)), onnx.forward)
         if not _same_vectors(np.asarray(known["probes"], dtype=np.float32), probes):
             log.warning("ONNX Runtime gives other vectors than %s; embedding with torch.", self.name)
             return None
         return onnx
-
-    @staticmethod
-    def _onnx_ids(onnx, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in onnx[1].encode_batch(texts)]
-
-    @staticmethod
-    def _onnx_forward(onnx):
-        session = onnx[0]
-
-        def forward(ids: np.ndarray, bias: np.ndarray, positions: np.ndarray) -> np.ndarray:
-            feeds = {"input_ids": ids, "bias": bias, "token_type_ids": np.zeros_like(ids), "position_ids": positions}
-            return session.run(None, feeds)[0]
-
-        return forward
 
     def _export_key(self) -> str:
         """Changes whenever the exported graph could: the model's files, torch or transformers (read from
@@ -373,7 +361,7 @@ class SentenceTransformerEmbedder(Embedder):
     def embed_batch(self, texts: list[str]) -> np.ndarray:
         runtime = self.runtime
         if runtime == "onnx":
-            return self._encode_packed(self._onnx_ids(self._onnx, texts), self._onnx_forward(self._onnx))
+            return self._encode_packed(self._onnx.token_ids(texts), self._onnx.forward)
         import torch
 
         model = self.model
@@ -389,6 +377,21 @@ class SentenceTransformerEmbedder(Embedder):
             )
 
 
+class _OnnxEncoder:
+    """The exported encoder and the model's own tokenizer, with no torch in between."""
+
+    def __init__(self, session, tokenizer):
+        self.session = session
+        self.tokenizer = tokenizer
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
+
+    def forward(self, ids: np.ndarray, bias: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        feeds = {"input_ids": ids, "bias": bias, "token_type_ids": np.zeros_like(ids), "position_ids": positions}
+        return self.session.run(None, feeds)[0]
+
+
 def _cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -397,13 +400,15 @@ def _same_vectors(expected: np.ndarray, got: np.ndarray) -> bool:
     return expected.shape == got.shape and bool(np.min(np.sum(expected * got, axis=1)) > 0.9999)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Another process writing the same file at the same time writes the same bytes: the last one wins."""
+@contextmanager
+def _replacing(path: Path) -> Iterator[str]:
+    """A temporary path beside `path` that replaces it once the block has written it; on an error `path` is
+    left as it was. Another process writing the same file at the same time writes the same bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        yield tmp
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -429,32 +434,24 @@ def _export_onnx(encoder, path: Path) -> None:
     ids = torch.ones(2, 8, dtype=torch.long)
     example = (ids, torch.zeros(2, 1, 8, 8), torch.zeros_like(ids), torch.arange(8).repeat(2, 1))
     rows_tokens = {0: "rows", 1: "tokens"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".onnx.part")
-    os.close(fd)
-    try:
-        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-            warnings.simplefilter("ignore")  # the tracer's notes on the attention code, and a deprecation
-            torch.onnx.export(
-                Packed(encoder).eval(),
-                example,
-                tmp,
-                dynamo=False,  # the tracing exporter: it needs only the `onnx` package
-                input_names=["input_ids", "bias", "token_type_ids", "position_ids"],
-                output_names=["hidden"],
-                dynamic_axes={
-                    "input_ids": rows_tokens,
-                    "bias": {0: "rows", 2: "tokens", 3: "keys"},
-                    "token_type_ids": rows_tokens,
-                    "position_ids": rows_tokens,
-                    "hidden": rows_tokens,
-                },
-                opset_version=17,
-            )
-        os.replace(tmp, path)  # another process exporting the same model writes the same file
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with _replacing(path) as tmp, warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+        warnings.simplefilter("ignore")  # the tracer's notes on the attention code, and a deprecation
+        torch.onnx.export(
+            Packed(encoder).eval(),
+            example,
+            tmp,
+            dynamo=False,  # the tracing exporter: it needs only the `onnx` package
+            input_names=["input_ids", "bias", "token_type_ids", "position_ids"],
+            output_names=["hidden"],
+            dynamic_axes={
+                "input_ids": rows_tokens,
+                "bias": {0: "rows", 2: "tokens", 3: "keys"},
+                "token_type_ids": rows_tokens,
+                "position_ids": rows_tokens,
+                "hidden": rows_tokens,
+            },
+            opset_version=17,
+        )
 
 
 _shared: dict[tuple[str, str, str], Embedder] = {}
