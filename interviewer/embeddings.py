@@ -12,6 +12,8 @@ import json
 import logging
 import math
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 from abc import ABC, abstractmethod
@@ -276,14 +278,7 @@ class SentenceTransformerEmbedder(Embedder):
             path = self.cache_dir / f"{self.name}-{self._export_key()}.onnx"
             facts = path.with_suffix(".json")  # the tokens the model reads, and its own probe vectors
             if not (path.exists() and facts.exists()):
-                model = self.model
-                if not self._packs_the_same(model, self._torch_forward(model)):
-                    return None
-                log.info("Exporting %s to ONNX Runtime (once per model): %s", self.name, path)
-                _export_onnx(model[0].auto_model, path)
-                known = {"max_tokens": model.max_seq_length, "probes": self._probe_vectors(model).tolist()}
-                with _replacing(facts) as tmp:
-                    Path(tmp).write_text(json.dumps(known), encoding="utf-8")
+                _export_in_child(self.model_path, path)
             known = json.loads(facts.read_text())
             tokenizer = Tokenizer.from_file(str(self.model_path / "tokenizer.json"))
             tokenizer.no_padding()
@@ -308,6 +303,17 @@ class SentenceTransformerEmbedder(Embedder):
             log.warning("ONNX Runtime gives other vectors than %s; embedding with torch.", self.name)
             return None
         return onnx
+
+    def write_export(self, path: Path) -> None:
+        """Export the encoder to `path` for ONNX Runtime, with its facts file beside it: the tokens the
+        model reads and the model's own vectors for the probe texts, which every start checks."""
+        model = self.model
+        if not self._packs_the_same(model, self._torch_forward(model)):
+            raise RuntimeError(f"{self.name} can't be encoded in packed rows")
+        _export_onnx(model[0].auto_model, path)
+        known = {"max_tokens": model.max_seq_length, "probes": self._probe_vectors(model).tolist()}
+        with _replacing(path.with_suffix(".json")) as tmp:
+            Path(tmp).write_text(json.dumps(known), encoding="utf-8")
 
     def _export_key(self) -> str:
         """Changes whenever the exported graph could: the model's files, torch or transformers (read from
@@ -413,6 +419,24 @@ def _replacing(path: Path) -> Iterator[str]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _export_in_child(model_path: Path, path: Path) -> None:
+    """Export in a child process, so that the app itself never loads torch: importing it and
+    sentence-transformers costs 7-9 s and about 700 MB that the process would keep to its end."""
+    log.info("Exporting %s for ONNX Runtime, once per model (a few seconds): %s", model_path.name, path)
+    code = (
+        "import sys; from pathlib import Path; from interviewer.embeddings import SentenceTransformerEmbedder; "
+        "SentenceTransformerEmbedder(sys.argv[1], device='cpu', runtime='torch').write_export(Path(sys.argv[2]))"
+    )
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(model_path), str(path)], capture_output=True, text=True, env=env, timeout=600
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise RuntimeError(f"the export failed: {last}")
 
 
 def _export_onnx(encoder, path: Path) -> None:

@@ -209,18 +209,20 @@ def test_onnx_and_packed_rows_give_the_models_own_vectors(embedder):
         assert np.min(np.sum(vectors * padded, axis=1)) > 0.9999, runtime  # the long one is cut at 128 tokens
 
 
-def test_a_start_with_the_onnx_export_in_place_imports_neither_torch_nor_sentence_transformers(embedder):
+def test_the_app_process_never_imports_torch_the_first_start_exports_in_a_child(embedder, tmp_path):
     texts = _packing_texts()
     code = (
         "import json, sys; from interviewer.embeddings import SentenceTransformerEmbedder; "
-        f"e = SentenceTransformerEmbedder(cache_dir={str(embedder.cache_dir)!r}); "
+        f"e = SentenceTransformerEmbedder(cache_dir={str(tmp_path)!r}); "
         f"v = e.embed({texts!r}).tolist(); "
         "print(json.dumps([e.runtime, 'torch' in sys.modules, 'sentence_transformers' in sys.modules, v]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    runtime, torch_loaded, st_loaded, vectors = json.loads(out.stdout.strip().splitlines()[-1])
-    assert (runtime, torch_loaded, st_loaded) == ("onnx", False, False)
-    assert np.min(np.sum(np.asarray(vectors) * embedder.embed(texts), axis=1)) > 0.9999
+    for start in ("first, exporting", "second, export in place"):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+        runtime, torch_loaded, st_loaded, vectors = json.loads(out.stdout.strip().splitlines()[-1])
+        assert (runtime, torch_loaded, st_loaded) == ("onnx", False, False), start
+        assert np.min(np.sum(np.asarray(vectors) * embedder.embed(texts), axis=1)) > 0.9999, start
+        assert len(list(tmp_path.glob("*.onnx"))) == 1 and len(list(tmp_path.glob("*.json"))) == 1
 
 
 def test_a_damaged_onnx_export_falls_back_to_torch_and_is_exported_again(embedder, tmp_path, caplog):
@@ -237,6 +239,17 @@ def test_a_damaged_onnx_export_falls_back_to_torch_and_is_exported_again(embedde
     assert "ONNX Runtime not used" in caplog.text
     assert np.min(np.sum(damaged.embed(texts) * embedder.embed(texts), axis=1)) > 0.9999
     assert SentenceTransformerEmbedder(cache_dir=tmp_path).runtime == "onnx"  # the next start exports again
+
+
+def test_an_export_that_cannot_be_written_says_why_and_embeds_with_torch(tmp_path, caplog):
+    from interviewer.embeddings import SentenceTransformerEmbedder
+
+    blocked = tmp_path / "models"
+    blocked.write_text("a file where the export folder should be")
+    chosen = SentenceTransformerEmbedder(cache_dir=blocked)
+    assert chosen.runtime == "packed"
+    assert "ONNX Runtime not used" in caplog.text and "the export failed" in caplog.text
+    assert chosen.embed(["still scored"]).shape == (1, 384)
 
 
 def test_the_torch_runtime_setting_keeps_onnx_out(tmp_path):
