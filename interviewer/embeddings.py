@@ -422,9 +422,9 @@ def _replacing(path: Path) -> Iterator[str]:
 
 
 def _export_in_child(model_path: Path, path: Path) -> None:
-    """Export in a child process, so that the app itself never loads torch: importing it and
-    sentence-transformers costs 7-9 s and about 700 MB that the process would keep to its end."""
-    log.info("Exporting %s for ONNX Runtime, once per model (a few seconds): %s", model_path.name, path)
+    """Export in a child process, so that the app itself never loads torch: it would keep torch and
+    sentence-transformers to its end (a first start's peak here: about 1.2 GB in-process, 206 MB so)."""
+    log.info("Exporting %s for ONNX Runtime, once per model (about 15 s): %s", model_path.name, path)
     code = (
         "import sys; from pathlib import Path; from interviewer.embeddings import SentenceTransformerEmbedder; "
         "SentenceTransformerEmbedder(sys.argv[1], device='cpu', runtime='torch').write_export(Path(sys.argv[2]))"
