@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import importlib.util
 import json
 import logging
 import math
@@ -424,6 +425,13 @@ def _replacing(path: Path) -> Iterator[str]:
 def _export_in_child(model_path: Path, path: Path) -> None:
     """Export in a child process, so that the app itself never loads torch: it would keep torch and
     sentence-transformers to its end (a first start's peak here: about 1.2 GB in-process, 206 MB so)."""
+    # What would make every start spend a child process (about 10 s) on failing is checked here first.
+    if importlib.util.find_spec("onnx") is None:
+        raise RuntimeError("the export failed: the `onnx` package is not installed (pip install -r requirements.txt)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RuntimeError(f"the export failed: {path.parent} can't be created ({exc})") from None
     log.info("Exporting %s for ONNX Runtime, once per model (about 15 s): %s", model_path.name, path)
     code = (
         "import sys; from pathlib import Path; from interviewer.embeddings import SentenceTransformerEmbedder; "
