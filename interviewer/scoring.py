@@ -223,6 +223,8 @@ def _normalised_sum(vectors: np.ndarray) -> np.ndarray:
 
 
 def truncate_words(answer: str, max_words: int) -> tuple[str, bool]:
+    if len(answer.split()) < max_words:  # the usual answer: no need to walk it character by character
+        return answer, False
     count = 0
     for i, ch in enumerate(answer):
         if ch.isspace() and i > 0 and not answer[i - 1].isspace():
@@ -337,11 +339,12 @@ class Scorer:
         for start in range(0, len(jobs), chunk):
             part = jobs[start : start + chunk]
             units = []
-            for _, answer, _ in part:
+            for _, answer, _ in part if len(part) > 1 else ():  # one answer alone: score() embeds its units
                 if answer and answer.strip():
                     kept = blank_directives(truncate_words(answer, self.max_words)[0])[0]
                     units += [u.text for u in split_units(kept) if u.kind != "window"]
-            self._embed(units)  # one batched pass fills the cache that score() reads
+            if units:
+                self._embed(units)  # one batched pass fills the cache that score() reads
             reports.extend(self.score(rubric, answer, stored) for rubric, answer, stored in part)
         return reports
 
@@ -465,7 +468,7 @@ class Scorer:
         corr = ctx.vecs.get(f"{pit.id}:correction")
         rivals = [m for pid, m in ctx.claim_sims.items() if pid != pit.id]
         rival_sims = np.concatenate(rivals, axis=1).max(axis=1) if rivals else None
-        corr_words = content_stems(pit.correction) if pit.correction else set()
+        corr_words = content_stems(pit.correction) if pit.correction else frozenset()
         unit_words: dict[int, set[str]] = {}  # a unit's content stems, once across the claim phrasings
         best, best_sim = None, 0.0
         for n, text in enumerate(pit.all_claims):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ _POSITIVE_OF = {
 }
 
 
+@lru_cache(maxsize=4096)  # a rubric's sentences are negated again for every answer
 def negate(sentence: str) -> str:
     """A rough opposite of a short statement, for asking the embedder which side an answer is on."""
     m = _NEG_PHRASE.search(sentence)
@@ -227,13 +229,19 @@ def words(text: str) -> list[str]:
 
 def term_positions(answer: str, term: str) -> list[int]:
     """Character offsets where `term` occurs in the answer, ignoring case, backticks and brackets."""
+    pattern = _term_pattern(term)
+    return [m.start() for m in pattern.finditer(answer)] if pattern else []
+
+
+@lru_cache(maxsize=4096)  # a rubric's key terms are looked for in every answer
+def _term_pattern(term: str) -> re.Pattern | None:
     norm = normalise_term(term)
     if not norm:
-        return []
+        return None
     pattern = r"[`\s]*".join(re.escape(ch) for ch in norm if ch not in "`() ")
     boundary_start = r"(?<![A-Za-z0-9_])" if norm[0].isalnum() else ""
     boundary_end = r"(?![A-Za-z0-9])" if norm[-1].isalnum() else ""
-    return [m.start() for m in re.finditer(boundary_start + pattern + boundary_end, answer, re.IGNORECASE)]
+    return re.compile(boundary_start + pattern + boundary_end, re.IGNORECASE)
 
 
 _STOPWORDS = frozenset(
@@ -253,9 +261,11 @@ def stem(word: str) -> str:
     return w
 
 
-def content_stems(text: str) -> set[str]:
+@lru_cache(maxsize=8192)  # the rubric's sentences, and an answer's units, are read many times a score
+def content_stems(text: str) -> frozenset[str]:
     """Stems of the words that carry content (no stop words, no short words)."""
-    return {stem(w) for w in re.findall(r"[A-Za-z_]\w*", text) if w.lower() not in _STOPWORDS and len(w) > 2}
+    found = re.findall(r"[A-Za-z_]\w*", text)
+    return frozenset(stem(w) for w in found if w.lower() not in _STOPWORDS and len(w) > 2)
 
 
 # `\w\(` finds what `\w+\(` finds without rescanning a long token from each of its characters.
