@@ -159,7 +159,7 @@ def negation_count(text: str) -> int:
 
 
 _AUX = re.compile(
-    r"\b(is|are|was|were|can|could|does|do|did|will|would|should|must|has|have|had|need|needs)\b(?!\s+not\b)",
+    r"\b(is|are|was|were|can|could|does|do|did|will|would|should|must|has|have|had)\b(?!\s+not\b)",
     re.IGNORECASE,
 )
 _NEG_PHRASE = re.compile(
@@ -199,22 +199,38 @@ _POSITIVE_OF = {
 }
 
 
+# An auxiliary after one of these is in a subordinate clause ("once the model is on the GPU it moves ..."):
+# denying it would not deny the statement.
+_SUBORDINATORS = frozenset(
+    "that which who when whenever once if because as so while since after before until unless where whether "
+    "though although".split()
+)
+_HAVE_DENIED = {"has": "does not have", "have": "do not have", "had": "did not have"}
+
+
 @lru_cache(maxsize=4096)  # a rubric's sentences are negated again for every answer
 def negate(sentence: str) -> str:
-    """A rough opposite of a short statement, for asking the embedder which side an answer is on."""
+    """A rough opposite of a short statement, for asking the embedder which side an answer is on.
+
+    A denial loses its "not" ("can't" -> "can"). Otherwise an auxiliary of the main clause, early in the
+    sentence, is denied ("is" -> "is not", "has a shape" -> "does not have a shape"). Anything else, such as a
+    main verb in -s, which can't be told from a plural noun without a dictionary ("clipping the gradients
+    solves ..."), or a "no" that can't be undone word by word, becomes "It is not true that ...". On the dev
+    set and Mohler this scores as well as denying a guessed verb, and it is always grammatical."""
     m = _NEG_PHRASE.search(sentence)
     if m:
         return sentence[: m.start()] + _POSITIVE_OF[m.group(0).lower()] + sentence[m.end() :]
     m = _AUX.search(sentence)
-    if m:
-        return sentence[: m.end()] + " not" + sentence[m.end() :]
-    # No auxiliary: negate the first verb-like word after the subject ("X computes" -> "X does not compute").
-    words = sentence.split(" ")
-    for i, w in enumerate(words[1:], 1):
-        bare = w.lower().strip(",.")
-        if bare.endswith("s") and not bare.endswith("ss") and bare.isalpha() and len(bare) > 3 and i <= 6:
-            words[i] = "does not " + w[:-1]
-            return " ".join(words)
+    if m and negation_count(sentence) == 0:
+        before = [w.strip(",;:()").lower() for w in sentence[: m.start()].split()]
+        after = sentence[m.end() :]
+        main_clause = len(before) <= 8 and not _SUBORDINATORS.intersection(before)
+        if main_clause and re.match(r"\s+[\w`'\"(]", after):
+            verb = m.group(0).lower()
+            following = after.split()[0].lower()
+            if verb in _HAVE_DENIED and following != "been" and not following.endswith(("ed", "en")):
+                return sentence[: m.start()] + _HAVE_DENIED[verb] + after
+            return sentence[: m.end()] + " not" + after
     return "It is not true that " + sentence[0].lower() + sentence[1:]
 
 

@@ -10,6 +10,7 @@ import pytest
 from interviewer.embeddings import Embedder
 from interviewer.scoring import Scorer
 from interviewer.service import inline_rubric
+from interviewer.text import negate
 
 from .conftest import ROOT, run_cli
 
@@ -115,6 +116,31 @@ def test_a_point_stated_the_other_way_round_is_contradicted_not_covered(embedder
     point = report.covers[0]
     assert point.contradicted and not point.covered
     assert point.evidence == "NumPy arrays can run on the GPU."
+
+
+@pytest.mark.parametrize(
+    ("statement", "opposite"),
+    [
+        ("NumPy arrays cannot run on the GPU.", "NumPy arrays can run on the GPU."),
+        ("Autograd is PyTorch's differentiation engine.", "Autograd is not PyTorch's differentiation engine."),
+        ("A tensor has a shape and a dtype.", "A tensor does not have a shape and a dtype."),
+        ("The weights have been updated.", "The weights have not been updated."),
+        # A verb in -s reads like a plural noun ("the gradients solves"): the whole statement is denied.
+        ("clipping the gradients solves it", "It is not true that clipping the gradients solves it"),
+        # The only auxiliary is in a subordinate clause: denying it would not deny the statement.
+        (
+            "once the model is on the GPU it moves the inputs",
+            "It is not true that once the model is on the GPU it moves the inputs",
+        ),
+        ("there's no need for a device variable", "It is not true that there's no need for a device variable"),
+        (
+            "stack as many transforms as you can, more is better",
+            "It is not true that stack as many transforms as you can, more is better",
+        ),
+    ],
+)
+def test_negate_gives_a_grammatical_opposite(statement, opposite):
+    assert negate(statement) == opposite
 
 
 class ExplodingEmbedder(Embedder):
