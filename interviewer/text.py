@@ -254,7 +254,9 @@ def _term_pattern(term: str) -> re.Pattern | None:
     norm = normalise_term(term)
     if not norm:
         return None
-    pattern = r"[`\s]*".join(re.escape(ch) for ch in norm if ch not in "`() ")
+    # An identifier's "_" and "." may be spoken: a transcript says "zero grad" and "state dict".
+    optional = {"_": "_?", ".": r"\.?"}
+    pattern = r"[`\s]*".join(optional.get(ch, re.escape(ch)) for ch in norm if ch not in "`() ")
     boundary_start = r"(?<![A-Za-z0-9_])" if norm[0].isalnum() else ""
     boundary_end = r"(?![A-Za-z0-9])" if norm[-1].isalnum() else ""
     return re.compile(boundary_start + pattern + boundary_end, re.IGNORECASE)

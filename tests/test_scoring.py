@@ -10,7 +10,7 @@ import pytest
 from interviewer.embeddings import Embedder
 from interviewer.scoring import Scorer
 from interviewer.service import inline_rubric
-from interviewer.text import negate
+from interviewer.text import negate, term_positions
 
 from .conftest import ROOT, run_cli
 
@@ -141,6 +141,21 @@ def test_a_point_stated_the_other_way_round_is_contradicted_not_covered(embedder
 )
 def test_negate_gives_a_grammatical_opposite(statement, opposite):
     assert negate(statement) == opposite
+
+
+@pytest.mark.parametrize(
+    ("text", "term", "found"),
+    [
+        ("optimizer.zero_grad()", "zero_grad", True),
+        ("then I call zero grad on the optimizer", "zero_grad", True),  # a transcript has no underscores
+        ("save the state dict", "state_dict", True),
+        ("switch to model eval for validation", "model.eval", True),
+        ("zero gradients everywhere", "zero_grad", False),
+        ("a frozen grad", "zero_grad", False),
+    ],
+)
+def test_key_terms_are_found_as_typed_and_as_spoken(text, term, found):
+    assert bool(term_positions(text, term)) is found
 
 
 class ExplodingEmbedder(Embedder):
