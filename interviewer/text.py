@@ -281,8 +281,9 @@ def stem(word: str) -> str:
 
 @lru_cache(maxsize=8192)  # the rubric's sentences, and an answer's units, are read many times a score
 def content_stems(text: str) -> frozenset[str]:
-    """Stems of the words that carry content (no stop words, no short words)."""
-    found = re.findall(r"[A-Za-z_]\w*", text)
+    """Stems of the words that carry content (no stop words, no short words). An identifier's parts are
+    words, as a transcript says them: `zero_grad` and "zero grad" share "zero" and "grad"."""
+    found = re.findall(r"[A-Za-z]+", text)
     return frozenset(stem(w) for w in found if w.lower() not in _STOPWORDS and len(w) > 2)
 
 

@@ -10,7 +10,7 @@ import pytest
 from interviewer.embeddings import Embedder
 from interviewer.scoring import Scorer
 from interviewer.service import inline_rubric
-from interviewer.text import negate, term_positions
+from interviewer.text import content_stems, negate, term_positions
 
 from .conftest import ROOT, run_cli
 
@@ -156,6 +156,10 @@ def test_negate_gives_a_grammatical_opposite(statement, opposite):
 )
 def test_key_terms_are_found_as_typed_and_as_spoken(text, term, found):
     assert bool(term_positions(text, term)) is found
+
+
+def test_an_identifiers_parts_are_content_words_as_a_transcript_says_them():
+    assert content_stems("call `optimizer.zero_grad()`") == content_stems("call optimizer zero grad")
 
 
 class ExplodingEmbedder(Embedder):
