@@ -469,7 +469,7 @@ class Scorer:
         rivals = [m for pid, m in ctx.claim_sims.items() if pid != pit.id]
         rival_sims = np.concatenate(rivals, axis=1).max(axis=1) if rivals else None
         corr_words = content_stems(pit.correction) if pit.correction else frozenset()
-        unit_words: dict[int, set[str]] = {}  # a unit's content stems, once across the claim phrasings
+        unit_words: dict[int, frozenset[str]] = {}  # a unit's content stems, once across the claim phrasings
         best, best_sim = None, 0.0
         for n, text in enumerate(pit.all_claims):
             if "`" in text:

@@ -216,7 +216,7 @@ def negate(sentence: str) -> str:
     sentence, is denied ("is" -> "is not", "has a shape" -> "does not have a shape"). Anything else, such as a
     main verb in -s, which can't be told from a plural noun without a dictionary ("clipping the gradients
     solves ..."), or a "no" that can't be undone word by word, becomes "It is not true that ...". On the dev
-    set and Mohler this scores as well as denying a guessed verb, and it is always grammatical."""
+    set and Mohler this scores at least as well as denying a guessed verb, and it is always grammatical."""
     m = _NEG_PHRASE.search(sentence)
     if m:
         return sentence[: m.start()] + _POSITIVE_OF[m.group(0).lower()] + sentence[m.end() :]
@@ -279,12 +279,19 @@ def stem(word: str) -> str:
     return w
 
 
-@lru_cache(maxsize=8192)  # the rubric's sentences, and an answer's units, are read many times a score
 def content_stems(text: str) -> frozenset[str]:
     """Stems of the words that carry content (no stop words, no short words). An identifier's parts are
     words, as a transcript says them: `zero_grad` and "zero grad" share "zero" and "grad"."""
+    # A rubric's sentences and an answer's units are read many times a score; a whole answer, once.
+    return _sentence_stems(text) if len(text) <= 600 else _stems(text)
+
+
+def _stems(text: str) -> frozenset[str]:
     found = re.findall(r"[A-Za-z]+", text)
     return frozenset(stem(w) for w in found if w.lower() not in _STOPWORDS and len(w) > 2)
+
+
+_sentence_stems = lru_cache(maxsize=8192)(_stems)
 
 
 # `\w\(` finds what `\w+\(` finds without rescanning a long token from each of its characters.
