@@ -205,7 +205,16 @@ _SUBORDINATORS = frozenset(
     "that which who when whenever once if because as so while since after before until unless where whether "
     "though although".split()
 )
-_HAVE_DENIED = {"has": "does not have", "have": "do not have", "had": "did not have"}
+# "has"/"do" as the main verb ("has a shape", "do the same job") is denied with "does not have"/"do not do".
+_MAIN_VERB_DENIED = {
+    "has": "does not have",
+    "have": "do not have",
+    "had": "did not have",
+    "does": "does not do",
+    "do": "do not do",
+    "did": "did not do",
+}
+_OBJECT_START = frozenset("the a an this that these those its their it them all some any what everything".split())
 
 
 @lru_cache(maxsize=4096)  # a rubric's sentences are negated again for every answer
@@ -213,10 +222,11 @@ def negate(sentence: str) -> str:
     """A rough opposite of a short statement, for asking the embedder which side an answer is on.
 
     A denial loses its "not" ("can't" -> "can"). Otherwise an auxiliary of the main clause, early in the
-    sentence, is denied ("is" -> "is not", "has a shape" -> "does not have a shape"). Anything else, such as a
-    main verb in -s, which can't be told from a plural noun without a dictionary ("clipping the gradients
-    solves ..."), or a "no" that can't be undone word by word, becomes "It is not true that ...". On the dev
-    set and Mohler this scores at least as well as denying a guessed verb, and it is always grammatical."""
+    sentence, is denied ("is" -> "is not"; as a main verb, "has a shape" -> "does not have a shape" and "do
+    the same job" -> "do not do the same job"). Anything else, such as a main verb in -s, which can't be told
+    from a plural noun without a dictionary ("clipping the gradients solves ..."), or a "no" that can't be
+    undone word by word, becomes "It is not true that ...". On the dev set and Mohler this scores at least
+    as well as denying a guessed verb, and it is always grammatical."""
     m = _NEG_PHRASE.search(sentence)
     if m:
         return sentence[: m.start()] + _POSITIVE_OF[m.group(0).lower()] + sentence[m.end() :]
@@ -228,8 +238,11 @@ def negate(sentence: str) -> str:
         if main_clause and re.match(r"\s+[\w`'\"(]", after):
             verb = m.group(0).lower()
             following = after.split()[0].lower()
-            if verb in _HAVE_DENIED and following != "been" and not following.endswith(("ed", "en")):
-                return sentence[: m.start()] + _HAVE_DENIED[verb] + after
+            has_object = following in _OBJECT_START or (
+                verb in ("has", "have", "had") and following != "been" and not following.endswith(("ed", "en"))
+            )
+            if verb in _MAIN_VERB_DENIED and has_object:
+                return sentence[: m.start()] + _MAIN_VERB_DENIED[verb] + after
             return sentence[: m.end()] + " not" + after
     return "It is not true that " + sentence[0].lower() + sentence[1:]
 

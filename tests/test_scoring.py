@@ -125,6 +125,7 @@ def test_a_point_stated_the_other_way_round_is_contradicted_not_covered(embedder
         ("Autograd is PyTorch's differentiation engine.", "Autograd is not PyTorch's differentiation engine."),
         ("A tensor has a shape and a dtype.", "A tensor does not have a shape and a dtype."),
         ("The weights have been updated.", "The weights have not been updated."),
+        ("Dataset and DataLoader do the same job", "Dataset and DataLoader do not do the same job"),
         # A verb in -s reads like a plural noun ("the gradients solves"): the whole statement is denied.
         ("clipping the gradients solves it", "It is not true that clipping the gradients solves it"),
         # The only auxiliary is in a subordinate clause: denying it would not deny the statement.
