@@ -71,19 +71,9 @@ def embed_all(embedder, texts: set[str]) -> dict[str, np.ndarray]:
     return dict(zip(ordered, embedder.embed(ordered), strict=True))
 
 
-def roc_auc(scores: list[float], positive: list[bool]) -> float:
-    """Probability that a positive scores above a negative (ties count half)."""
-    pos = [s for s, p in zip(scores, positive, strict=True) if p]
-    neg = [s for s, p in zip(scores, positive, strict=True) if not p]
-    if not pos or not neg:
-        return float("nan")
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
-
-
 def main() -> None:
     from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import f1_score
+    from sklearn.metrics import f1_score, roc_auc_score
     from sklearn.model_selection import GroupKFold
 
     os.environ.setdefault("INTERVIEWER_HOME", tempfile.mkdtemp(prefix="interviewer-fit-"))
@@ -150,7 +140,7 @@ def main() -> None:
         table.append(
             [
                 name,
-                f"{roc_auc(p_contra, [not t for t in true]):.2f}",
+                f"{roc_auc_score([not t for t in true], p_contra):.2f}",
                 f"{min(p_contra):.2f}-{max(p_contra):.2f}",
                 f"{sum(kept)} true, {len(kept) - sum(kept)} false (of {sum(true)}, {len(true) - sum(true)})",
             ]
