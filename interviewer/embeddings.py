@@ -13,9 +13,9 @@ import json
 import logging
 import math
 import os
+import secrets
 import subprocess
 import sys
-import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -412,8 +412,10 @@ def _replacing(path: Path) -> Iterator[str]:
     """A temporary path beside `path` that replaces it once the block has written it; on an error `path` is
     left as it was. Another process writing the same file at the same time writes the same bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-    os.close(fd)
+    tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.part")
+    # Not mkstemp: its files are 0600, and an export in a shared models folder must be readable by the
+    # other users of that folder. Opened like any file the app writes, the umask decides.
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
         yield tmp
         os.replace(tmp, path)

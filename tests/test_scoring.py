@@ -1,6 +1,8 @@
 """The scorer with the real bundled model and a real Chroma index on disk."""
 
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -269,6 +271,12 @@ def test_the_app_process_never_imports_torch_the_first_start_exports_in_a_child(
         assert (runtime, torch_loaded, st_loaded) == ("onnx", False, False), start
         assert np.min(np.sum(np.asarray(vectors) * embedder.embed(texts), axis=1)) > 0.9999, start
         assert len(list(tmp_path.glob("*.onnx"))) == 1 and len(list(tmp_path.glob("*.json"))) == 1
+    # Readable by the other users of a shared models folder as far as the umask allows (not mkstemp's 0600).
+    umask = os.umask(0)
+    os.umask(umask)
+    for export in [*tmp_path.glob("*.onnx"), *tmp_path.glob("*.json")]:
+        assert stat.S_IMODE(export.stat().st_mode) == 0o666 & ~umask, export.name
+    assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob(".*.part"))
 
 
 def test_a_damaged_onnx_export_falls_back_to_torch_and_is_exported_again(embedder, tmp_path, caplog):
