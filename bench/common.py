@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -21,3 +24,19 @@ def print_grid(title: str, headers: list[str], rows: list[list[str]]) -> None:
     print("| " + " | ".join(headers) + " |\n|" + "---|" * len(headers))
     for row in rows:
         print("| " + " | ".join(row) + " |")
+
+
+def dev_flags(svc, dev: Path) -> list[tuple[str, list[str], bool]]:
+    """(flagged unit, the wrong claim's phrasings, whether the label agrees) for each misconception the
+    scorer flags on the labelled dev set."""
+    flags = []
+    for line in dev.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        rubric = svc.rubric(row["question_id"])
+        report = svc.score_answer(rubric, row["answer"])
+        for result, pitfall in zip(report.pitfalls, rubric.pitfalls, strict=True):
+            if result.kind == "misconception" and result.flagged and result.evidence:
+                flags.append((result.evidence, pitfall.all_claims, result.index in row["pitfalls"]))
+    return flags

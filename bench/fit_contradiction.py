@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 import tempfile
@@ -32,7 +31,7 @@ SEMEVAL = SHARED / "benchmarks" / "semeval2013" / "train_3way.csv"
 DEV = SHARED / "data" / "pytorch_dev.jsonl"
 sys.path.insert(0, str(ROOT))
 
-from bench.common import print_grid  # noqa: E402
+from bench.common import dev_flags, print_grid  # noqa: E402
 
 LABELS = {"correct": 0, "contradictory": 1, "incorrect": 2}
 
@@ -113,16 +112,7 @@ def main() -> None:
     )
 
     # The dev set's misconception flags: does the classifier tell the true ones from the false?
-    flags = []
-    for line in DEV.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        rubric = svc.rubric(row["question_id"])
-        report = svc.score_answer(rubric, row["answer"])
-        for result, pitfall in zip(report.pitfalls, rubric.pitfalls, strict=True):
-            if result.kind == "misconception" and result.flagged and result.evidence:
-                flags.append((result.evidence, pitfall.all_claims, result.index in row["pitfalls"]))
+    flags = dev_flags(svc, DEV)
     texts = {unit for unit, _, _ in flags} | {c for _, claims, _ in flags for c in claims}
     dev_vectors = embed_all(svc.embedder, texts | {negate(t) for t in texts})
     table = []

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
-import json
 import os
 import random
 import sys
@@ -39,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SEMEVAL = ROOT.parent / "shared" / "benchmarks" / "semeval2013" / "train_3way.csv"
 sys.path.insert(0, str(ROOT))
 
-from bench.common import print_grid  # noqa: E402
+from bench.common import dev_flags, print_grid  # noqa: E402
 
 DEV = ROOT.parent / "shared" / "data" / "pytorch_dev.jsonl"
 ENTAILS, CONTRADICTS, NEITHER = 0, 1, 2
@@ -144,16 +143,7 @@ def train(pairs: list[tuple[str, str, int]], seed: int = 0):
         if step % per_epoch == 0:
             rnd.shuffle(order)
         batch = order[(step % per_epoch) * BATCH : (step % per_epoch + 1) * BATCH]
-        enc = tokenizer(
-            [a for a, _, _ in batch],
-            [b for _, b, _ in batch],
-            padding=True,
-            truncation=True,
-            max_length=128,
-            return_tensors="pt",
-        )
-        logits = model(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
-        loss = loss_of(logits, torch.tensor([label for _, _, label in batch]))
+        loss = loss_of(logits_of(model, tokenizer, batch), torch.tensor([label for _, _, label in batch]))
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -163,6 +153,19 @@ def train(pairs: list[tuple[str, str, int]], seed: int = 0):
     return model.eval(), tokenizer
 
 
+def logits_of(model, tokenizer, pairs: list[tuple[str, str, int]]):
+    """The model's logits for a batch of (first, second, label) pairs, read together as BERT pairs."""
+    enc = tokenizer(
+        [a for a, _, _ in pairs],
+        [b for _, b, _ in pairs],
+        padding=True,
+        truncation=True,
+        max_length=128,
+        return_tensors="pt",
+    )
+    return model(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+
+
 def predict(model, tokenizer, pairs: list[tuple[str, str, int]]) -> np.ndarray:
     """P(entails), P(contradicts), P(neither) for each pair."""
     import torch
@@ -170,36 +173,18 @@ def predict(model, tokenizer, pairs: list[tuple[str, str, int]]) -> np.ndarray:
     out = []
     with torch.no_grad():
         for i in range(0, len(pairs), 128):
-            chunk = pairs[i : i + 128]
-            enc = tokenizer(
-                [a for a, _, _ in chunk],
-                [b for _, b, _ in chunk],
-                padding=True,
-                truncation=True,
-                max_length=128,
-                return_tensors="pt",
-            )
-            logits = model(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
-            out.append(torch.softmax(logits, -1).numpy())
+            out.append(torch.softmax(logits_of(model, tokenizer, pairs[i : i + 128]), -1).numpy())
     return np.concatenate(out)
 
 
-def dev_flags(svc) -> list[tuple[str, str, bool]]:
+def nearest_claims(svc) -> list[tuple[str, str, bool]]:
     """(claim, unit, true?) for each misconception the scorer flags on the dev set: the flagged unit and
-    the phrasing of the wrong claim it is closest to."""
+    the prose phrasing of the wrong claim it is closest to."""
     flags = []
-    for line in DEV.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        rubric = svc.rubric(row["question_id"])
-        report = svc.score_answer(rubric, row["answer"])
-        for result, pitfall in zip(report.pitfalls, rubric.pitfalls, strict=True):
-            if result.kind == "misconception" and result.flagged and result.evidence:
-                claims = [c for c in pitfall.all_claims if "`" not in c]
-                vectors = svc.embedder.embed([result.evidence, *claims])
-                claim = claims[int(np.argmax(vectors[1:] @ vectors[0]))]
-                flags.append((claim, result.evidence, result.index in row["pitfalls"]))
+    for unit, claims, true in dev_flags(svc, DEV):
+        prose = [c for c in claims if "`" not in c]
+        vectors = svc.embedder.embed([unit, *prose])
+        flags.append((prose[int(np.argmax(vectors[1:] @ vectors[0]))], unit, true))
     return flags
 
 
@@ -239,7 +224,7 @@ def main() -> None:
         [[name, f"{f1_score(truth, guess, average='macro'):.3f}", f"{f1_two:.3f}"]],
     )
 
-    flags = dev_flags(svc)
+    flags = nearest_claims(svc)
     true = np.array([t for _, _, t in flags])
     probs = predict(model, tokenizer, [(claim, unit, 0) for claim, unit, _ in flags])
     withdrawn = probs[:, CONTRADICTS] > probs[:, ENTAILS]
