@@ -1,6 +1,6 @@
 """Would a cross-encoder fine-tuned for polarity sharpen the misconception flags?
 
-`python -m bench.fit_polarity` answers with measurements, not a shipped model (about 25 minutes on a
+`python -m bench.fit_polarity` answers with measurements, not a shipped model (about 15 minutes on a
 2-core CPU). It fine-tunes the bundled all-MiniLM-L6-v2's top two layers and a three-way head
 (entails, contradicts, neither) as a cross-encoder that reads a claim and a sentence together, which
 cosine similarity and negation counting cannot do. The training pairs:
@@ -8,7 +8,7 @@ cosine similarity and negation counting cannot do. The training pairs:
 - SemEval-2013's student answers (`../shared/benchmarks/semeval2013/train_3way.csv`) from four fifths
   of its questions, each with up to two best reference answers, labelled correct (entails),
   contradictory or incorrect (neither);
-- with `--bank` (the default), pairs drawn from the bank's rubrics so the model knows their words:
+- unless `--no-bank`, pairs drawn from the bank's rubrics so the model knows their words:
   each phrasing of a wrong claim entails the others; its correction, and its grammatical negation,
   contradict it; another misconception of the same question is neither; a covers point entails itself
   and is contradicted by its negation. No labelled interview answer is used.
