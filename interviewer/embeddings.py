@@ -6,6 +6,7 @@ cache for repeated texts (rubric points and common sentences come back again and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import importlib.util
@@ -20,7 +21,6 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -278,8 +278,16 @@ class SentenceTransformerEmbedder(Embedder):
 
             path = self.cache_dir / f"{self.name}-{self._export_key()}.onnx"
             facts = path.with_suffix(".json")  # the tokens the model reads, and its own probe vectors
+            refused = path.with_suffix(".failed")  # why the export failed: later starts don't spend a child on it
+            if refused.exists():
+                raise RuntimeError(f"{refused.read_text(encoding='utf-8')}; delete {refused} to try again")
             if not (path.exists() and facts.exists()):
-                _export_in_child(self.model_path, path)
+                try:
+                    _export_in_child(self.model_path, path)
+                except _ExportFailed as exc:
+                    with contextlib.suppress(OSError), _replacing(refused) as tmp:
+                        Path(tmp).write_text(str(exc), encoding="utf-8")
+                    raise
             known = json.loads(facts.read_text())
             tokenizer = Tokenizer.from_file(str(self.model_path / "tokenizer.json"))
             tokenizer.no_padding()
@@ -407,7 +415,7 @@ def _same_vectors(expected: np.ndarray, got: np.ndarray) -> bool:
     return expected.shape == got.shape and bool(np.min(np.sum(expected * got, axis=1)) > 0.9999)
 
 
-@contextmanager
+@contextlib.contextmanager
 def _replacing(path: Path) -> Iterator[str]:
     """A temporary path beside `path` that replaces it once the block has written it; on an error `path` is
     left as it was. Another process writing the same file at the same time writes the same bytes."""
@@ -422,6 +430,10 @@ def _replacing(path: Path) -> Iterator[str]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+class _ExportFailed(RuntimeError):
+    """The export raised in its child process: with the same model, torch and transformers it would again."""
 
 
 def _export_in_child(model_path: Path, path: Path) -> None:
@@ -446,7 +458,10 @@ def _export_in_child(model_path: Path, path: Path) -> None:
     )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise RuntimeError(f"the export failed: {last}")
+        # An exception in the export (exit status 1) comes back with the same model and libraries; a
+        # signal (killed for memory, say) may not.
+        failure = _ExportFailed if done.returncode > 0 else RuntimeError
+        raise failure(f"the export failed: {last}")
 
 
 def _export_onnx(encoder, path: Path) -> None:

@@ -1,7 +1,9 @@
 """The scorer with the real bundled model and a real Chroma index on disk."""
 
 import json
+import logging
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -304,6 +306,24 @@ def test_an_export_that_cannot_be_written_says_why_and_embeds_with_torch(tmp_pat
     assert chosen.runtime == "packed"
     assert "ONNX Runtime not used" in caplog.text and "the export failed" in caplog.text
     assert chosen.embed(["still scored"]).shape == (1, 384)
+
+
+def test_a_model_that_cannot_be_exported_is_not_tried_again_at_every_start(tmp_path, caplog):
+    from interviewer.embeddings import SentenceTransformerEmbedder, bundled_model_path
+
+    # A CLS-pooled copy of the bundled model: its vector is not a mean of token states, so it can't be packed.
+    model = tmp_path / "cls-model"
+    shutil.copytree(bundled_model_path(), model)
+    pooling = model / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    pooling.write_text(json.dumps({**config, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
+    caplog.set_level(logging.INFO, logger="interviewer.embeddings")
+    starts = [SentenceTransformerEmbedder(model, cache_dir=tmp_path / "models") for _ in range(2)]
+    assert [e.runtime for e in starts] == ["padded", "padded"]
+    assert caplog.text.count("Exporting cls-model") == 1  # the second start spent no child process
+    assert caplog.text.count("can't be encoded in packed rows") == 2  # each start says why
+    assert "to try again" in caplog.text
+    assert starts[1].embed(["still scored"]).shape == (1, 384)
 
 
 def test_the_torch_runtime_setting_keeps_onnx_out(tmp_path):
