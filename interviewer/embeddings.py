@@ -432,6 +432,9 @@ def _replacing(path: Path) -> Iterator[str]:
             os.unlink(tmp)
 
 
+_EXPORT_IO_ERROR = 75  # the export child's exit status for an OSError (BSD's EX_TEMPFAIL)
+
+
 class _ExportFailed(RuntimeError):
     """The export raised in its child process: with the same model, torch and transformers it would again."""
 
@@ -447,10 +450,18 @@ def _export_in_child(model_path: Path, path: Path) -> None:
     except OSError as exc:
         raise RuntimeError(f"the export failed: {path.parent} can't be created ({exc})") from None
     log.info("Exporting %s for ONNX Runtime, once per model (about 15 s): %s", model_path.name, path)
-    code = (
-        "import sys; from pathlib import Path; from interviewer.embeddings import SentenceTransformerEmbedder; "
-        "SentenceTransformerEmbedder(sys.argv[1], device='cpu', runtime='torch').write_export(Path(sys.argv[2]))"
-    )
+    # A failed read or write (a full disk, say) exits with its own status: unlike an error of the model's
+    # own (status 1), it is not remembered as the model's (see _open_onnx).
+    code = f"""
+import sys
+from pathlib import Path
+from interviewer.embeddings import SentenceTransformerEmbedder
+try:
+    SentenceTransformerEmbedder(sys.argv[1], device="cpu", runtime="torch").write_export(Path(sys.argv[2]))
+except OSError as exc:
+    print(f"{{type(exc).__name__}}: {{exc}}", file=sys.stderr)
+    sys.exit({_EXPORT_IO_ERROR})
+"""
     package_root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(
@@ -459,8 +470,8 @@ def _export_in_child(model_path: Path, path: Path) -> None:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         # An exception in the export (exit status 1) comes back with the same model and libraries; a
-        # signal (killed for memory, say) may not.
-        failure = _ExportFailed if done.returncode > 0 else RuntimeError
+        # failed read or write, or a signal (killed for memory, say), may not.
+        failure = _ExportFailed if done.returncode == 1 else RuntimeError
         raise failure(f"the export failed: {last}")
 
 

@@ -326,6 +326,19 @@ def test_a_model_that_cannot_be_exported_is_not_tried_again_at_every_start(tmp_p
     assert starts[1].embed(["still scored"]).shape == (1, 384)
 
 
+def test_an_export_that_fails_to_write_is_tried_again_at_the_next_start(tmp_path, caplog):
+    from interviewer.embeddings import SentenceTransformerEmbedder
+
+    first = SentenceTransformerEmbedder(cache_dir=tmp_path)
+    target = tmp_path / f"{first.name}-{first._export_key()}.onnx"
+    (target / "in-the-way").mkdir(parents=True)  # the child's final rename fails: an OSError, not the model's fault
+    assert first.runtime == "packed"
+    assert "ONNX Runtime not used" in caplog.text and "Error" in caplog.text
+    assert not list(tmp_path.glob("*.failed"))  # not remembered: the next start tries again
+    shutil.rmtree(target)
+    assert SentenceTransformerEmbedder(cache_dir=tmp_path).runtime == "onnx"
+
+
 def test_the_torch_runtime_setting_keeps_onnx_out(tmp_path):
     from interviewer.embeddings import get_embedder
     from interviewer.settings import Settings
