@@ -16,7 +16,16 @@ import numpy as np
 from .bank import Question
 from .embeddings import Embedder
 from .injection import blank_directives
-from .text import Unit, content_stems, is_codeish, negate, negation_count, split_units, term_positions
+from .text import (
+    Unit,
+    content_stems,
+    is_codeish,
+    negate,
+    negation_count,
+    polarity_stems,
+    split_units,
+    term_positions,
+)
 
 # How an answer covers a point is decided from six signals by a logistic model whose seven weights
 # are fitted by `python -m bench.fit_cover` on the labelled dev set (leave-one-question-out F1 0.86),
@@ -213,8 +222,19 @@ def _unit_at(units: list[Unit], offset: int) -> Unit | None:
 def _opposes(unit_vec: np.ndarray, stmt_vec: np.ndarray, neg_vec: np.ndarray, unit_text: str, stmt: str) -> bool:
     """True when the unit sides with the negation of the statement rather than the statement."""
     closer_to_negation = float(unit_vec @ neg_vec) > float(unit_vec @ stmt_vec)
-    parity_differs = (negation_count(unit_text) % 2) != (negation_count(stmt) % 2)
-    return closer_to_negation and parity_differs
+    return closer_to_negation and _denies(unit_text, stmt)
+
+
+def _denies(unit_text: str, claim: str) -> bool:
+    """Whether the unit's negations set it against the claim: an odd number of cues more or fewer, or a cue
+    that falls on a word the other side states outside any negation ("you still want `torch.no_grad()`;
+    `eval()` doesn't disable autograd" against "after `eval()` you don't need `torch.no_grad()`": one cue
+    each, on different words)."""
+    if negation_count(unit_text) % 2 != negation_count(claim) % 2:
+        return True
+    unit_denies, unit_asserts = polarity_stems(unit_text)
+    claim_denies, claim_asserts = polarity_stems(claim)
+    return bool(unit_denies & claim_asserts or claim_denies & unit_asserts)
 
 
 def _normalised_sum(vectors: np.ndarray) -> np.ndarray:
@@ -483,7 +503,7 @@ class Scorer:
                 # A clause is read with its sentence: in "NumPy cannot use the GPU by itself; GPU
                 # arrays need CuPy" the second clause is not a claim that NumPy runs on the GPU.
                 context = [u] + [s for s in ctx.units if s.kind == "sentence" and s.start <= u.start < s.end]
-                if any(negation_count(c.text) % 2 != negation_count(text) % 2 for c in context):
+                if any(_denies(c.text, text) for c in context):
                     continue
                 if corr is not None and float(sims[i]) <= float(ctx.unit_vecs[i] @ corr):
                     continue

@@ -158,6 +158,46 @@ def negation_count(text: str) -> int:
     return sum(1 for tok in _NEG_TOKEN.findall(text) if tok in NEGATIONS)
 
 
+# Where a negation's reach ends: punctuation between words (not the colon of 'cuda:0' or the brackets of a
+# call), a dash, an arrow, or a word that opens another clause.
+_SCOPE_TOKEN = re.compile(r"[a-z_][\w']*(?:\.[a-z_]\w*)*(?:\(\))?|[,;:.!?](?=\s|$)|[()\u2014]|\s-{1,2}\s|->")
+_SCOPE_BREAKERS = frozenset(
+    "but because since so which that when while although though whereas otherwise instead unless if and".split()
+)
+NEGATION_REACH = 2  # content words: the negated verb and its object ("don't write 'cuda:0'")
+
+
+@lru_cache(maxsize=4096)  # a rubric's claims are read for every answer
+def polarity_stems(text: str, reach: int = NEGATION_REACH) -> tuple[frozenset[str], frozenset[str]]:
+    """Stems the text denies and stems it asserts. A cue denies the next `reach` content words of its
+    clause; a stem is asserted when it occurs only outside every negated clause. A stem used both ways
+    ("requires_grad=True ... doesn't require grad") is neither.
+
+    Counting cues misreads a sentence with two of them: "I don't write 'cuda:0' everywhere, because it
+    crashes on a machine without a GPU" has an even count, like a plain assertion, but denies writing
+    'cuda:0'. The reach is short because a cue surely denies only the verb and its object ("nothing gets
+    calculated inside the block" denies the calculating, not the block); the rest of its clause is neither
+    denied nor asserted ("can't be used in computations")."""
+    text = text.lower().replace("’", "'")
+    near: set[str] = set()
+    in_clause: set[str] = set()
+    outside: set[str] = set()
+    left, negated = 0, False
+    for tok in _SCOPE_TOKEN.findall(text):
+        if not (tok[0].isalpha() or tok[0] == "_") or tok in _SCOPE_BREAKERS:  # punctuation ends a clause
+            left, negated = 0, False
+            continue
+        if tok in NEGATIONS or tok.endswith("n't"):
+            left, negated = reach, True
+            continue
+        parts = [stem(w) for w in re.findall(r"[a-z]+", tok) if w not in _STOPWORDS and len(w) > 2]
+        (in_clause if negated else outside).update(parts)
+        if left and parts:
+            near.update(parts)
+            left -= 1
+    return frozenset(near - outside), frozenset(outside - in_clause)
+
+
 _AUX = re.compile(
     r"\b(is|are|was|were|can|could|does|do|did|will|would|should|must|has|have|had)\b(?!\s+not\b)",
     re.IGNORECASE,

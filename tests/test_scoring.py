@@ -14,7 +14,7 @@ import pytest
 from interviewer.embeddings import Embedder
 from interviewer.scoring import Scorer
 from interviewer.service import inline_rubric
-from interviewer.text import content_stems, negate, term_positions
+from interviewer.text import content_stems, negate, polarity_stems, term_positions
 
 from .conftest import ROOT, run_cli
 
@@ -95,6 +95,44 @@ def test_a_claim_that_names_calls_in_prose_is_compared_and_only_is_not_a_denial(
     )
     pit = _flag(service, "gpu-device", only, "gpu-device.p1")
     assert pit.flagged and pit.evidence in only
+
+
+def test_negations_are_read_by_the_words_they_fall_on_not_only_by_their_count(service):
+    # Two cues, an even count like a plain assertion, but "don't" falls on writing 'cuda:0'.
+    two_cues = (
+        "I don't write 'cuda:0' everywhere in the code, because then it crashes on a machine without GPU, "
+        "and when I want to use the second GPU I must change many lines."
+    )
+    hard_coded = "I just write .to('cuda:0') everywhere in the code, it's the simplest way to use the GPU."
+    assert not _flag(service, "gpu-device", two_cues, "gpu-device.p2").flagged
+    assert _flag(service, "gpu-device", hard_coded, "gpu-device.p2").flagged
+    # One cue each, as in the claim "after model.eval() you don't need torch.no_grad()", on other words.
+    still_no_grad = (
+        "For gradients you still want `torch.no_grad()` during evaluation; `eval()` doesn't disable autograd."
+    )
+    no_grad_not_needed = "After model.eval() you don't need torch.no_grad() any more, the gradients are already off."
+    assert not _flag(service, "train-vs-eval", still_no_grad, "train-vs-eval.p2").flagged
+    assert _flag(service, "train-vs-eval", no_grad_not_needed, "train-vs-eval.p2").flagged
+
+
+@pytest.mark.parametrize(
+    ("text", "denied", "asserted"),
+    [
+        (
+            "I don't write 'cuda:0' everywhere, because it crashes on a machine without a GPU",
+            {"write", "cuda", "gpu"},
+            {"crash", "machine"},
+        ),
+        # A cue denies the verb and its object; the rest of its clause is neither denied nor asserted.
+        ("nothing gets calculated inside the block", {"gets", "calculat"}, set()),
+        # The brackets of a call do not end the clause.
+        ("you don't need torch.no_grad() during eval", {"need", "torch", "grad"}, set()),
+        # A word used both ways is neither.
+        ("the weights get a gradient but the inputs get no gradient", set(), {"weight", "get", "input"}),
+    ],
+)
+def test_polarity_stems_are_the_words_a_cue_falls_on_and_those_it_does_not(text, denied, asserted):
+    assert polarity_stems(text) == (frozenset(denied), frozenset(asserted))
 
 
 def test_step_before_backward_in_code_is_flagged_with_both_calls_in_the_evidence(service):
