@@ -164,13 +164,15 @@ _SCOPE_TOKEN = re.compile(r"[a-z_][\w']*(?:\.[a-z_]\w*)*(?:\(\))?|[,;:.!?](?=\s|
 _SCOPE_BREAKERS = frozenset(
     "but because since so which that when while although though whereas otherwise instead unless if and".split()
 )
+# "X instead of Y" and "X rather than Y" deny Y. They are not counted as negations: they do not flip a
+# sentence ("use a device variable instead of 'cuda:0'" asserts using the variable).
+_CONTRAST_CUES = frozenset({("instead", "of"), ("rather", "than")})
 NEGATION_REACH = 2  # content words: the negated verb and its object ("don't write 'cuda:0'")
 
 
-@lru_cache(maxsize=4096)  # a rubric's claims are read for every answer
-def polarity_stems(text: str, reach: int = NEGATION_REACH) -> tuple[frozenset[str], frozenset[str]]:
-    """Stems the text denies and stems it asserts. A cue denies the next `reach` content words of its
-    clause; a stem is asserted when it occurs only outside every negated clause. A stem used both ways
+def polarity_stems(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Stems the text denies and stems it asserts. A cue (a negation, "instead of" or "rather than") denies
+    the next `NEGATION_REACH` content words of its clause; a stem is asserted when it occurs only outside every negated clause. A stem used both ways
     ("requires_grad=True ... doesn't require grad") is neither.
 
     Counting cues misreads a sentence with two of them: "I don't write 'cuda:0' everywhere, because it
@@ -178,17 +180,27 @@ def polarity_stems(text: str, reach: int = NEGATION_REACH) -> tuple[frozenset[st
     'cuda:0'. The reach is short because a cue surely denies only the verb and its object ("nothing gets
     calculated inside the block" denies the calculating, not the block); the rest of its clause is neither
     denied nor asserted ("can't be used in computations")."""
+    # A rubric's claims are read for every answer; an answer's sentence, a few times a score.
+    return _sentence_polarity(text) if len(text) <= 600 else _polarity(text)
+
+
+def _polarity(text: str) -> tuple[frozenset[str], frozenset[str]]:
     text = text.lower().replace("’", "'")
     near: set[str] = set()
     in_clause: set[str] = set()
     outside: set[str] = set()
     left, negated = 0, False
-    for tok in _SCOPE_TOKEN.findall(text):
+    tokens = _SCOPE_TOKEN.findall(text)
+    for i, tok in enumerate(tokens):
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if (tok, after) in _CONTRAST_CUES:
+            left, negated = NEGATION_REACH, True
+            continue
         if not (tok[0].isalpha() or tok[0] == "_") or tok in _SCOPE_BREAKERS:  # punctuation ends a clause
             left, negated = 0, False
             continue
         if tok in NEGATIONS or tok.endswith("n't"):
-            left, negated = reach, True
+            left, negated = NEGATION_REACH, True
             continue
         parts = [stem(w) for w in re.findall(r"[a-z]+", tok) if w not in _STOPWORDS and len(w) > 2]
         (in_clause if negated else outside).update(parts)
@@ -196,6 +208,9 @@ def polarity_stems(text: str, reach: int = NEGATION_REACH) -> tuple[frozenset[st
             near.update(parts)
             left -= 1
     return frozenset(near - outside), frozenset(outside - in_clause)
+
+
+_sentence_polarity = lru_cache(maxsize=4096)(_polarity)
 
 
 _AUX = re.compile(

@@ -113,6 +113,13 @@ def test_negations_are_read_by_the_words_they_fall_on_not_only_by_their_count(se
     no_grad_not_needed = "After model.eval() you don't need torch.no_grad() any more, the gradients are already off."
     assert not _flag(service, "train-vs-eval", still_no_grad, "train-vs-eval.p2").flagged
     assert _flag(service, "train-vs-eval", no_grad_not_needed, "train-vs-eval.p2").flagged
+    # "instead of" denies what follows it without flipping the sentence.
+    two_units = (
+        "Two output units with CrossEntropyLoss work for a binary task: a softmax instead of one sigmoid output."
+    )
+    one_sigmoid = "For a binary task I put a sigmoid on one output unit and use nn.CrossEntropyLoss instead of BCELoss."
+    assert not _flag(service, "loss-functions", two_units, "loss-functions.p1").flagged
+    assert _flag(service, "loss-functions", one_sigmoid, "loss-functions.p1").flagged
 
 
 @pytest.mark.parametrize(
@@ -127,6 +134,8 @@ def test_negations_are_read_by_the_words_they_fall_on_not_only_by_their_count(se
         ("nothing gets calculated inside the block", {"gets", "calculat"}, set()),
         # The brackets of a call do not end the clause.
         ("you don't need torch.no_grad() during eval", {"need", "torch", "grad"}, set()),
+        # "instead of" and "rather than" deny what follows them.
+        ("a softmax over two classes instead of one sigmoid output", {"sigmoid", "output"}, {"softmax", "class"}),
         # A word used both ways is neither.
         ("the weights get a gradient but the inputs get no gradient", set(), {"weight", "get", "input"}),
     ],
