@@ -172,8 +172,8 @@ NEGATION_REACH = 2  # content words: the negated verb and its object ("don't wri
 
 def polarity_stems(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """Stems the text denies and stems it asserts. A cue (a negation, "instead of" or "rather than") denies
-    the next `NEGATION_REACH` content words of its clause; a stem is asserted when it occurs only outside every negated clause. A stem used both ways
-    ("requires_grad=True ... doesn't require grad") is neither.
+    the next `NEGATION_REACH` content words of its clause; a stem is asserted when it occurs only outside
+    every negated clause. A stem used both ways ("requires_grad=True ... doesn't require grad") is neither.
 
     Counting cues misreads a sentence with two of them: "I don't write 'cuda:0' everywhere, because it
     crashes on a machine without a GPU" has an even count, like a plain assertion, but denies writing
