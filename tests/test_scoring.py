@@ -65,18 +65,6 @@ def _flag(service, question_id, answer, pitfall_id):
     return {p.id: p for p in service.score(question_id, answer).pitfalls}[pitfall_id]
 
 
-def test_a_sentence_in_the_corrections_words_is_not_read_as_the_wrong_claim(service):
-    # "define-by-run ... a fresh one every iteration" is the correction's wording, though MiniLM puts
-    # the sentence nearer the claim "you define the graph first ..., it's define-and-run".
-    right = (
-        "It's define-by-run rather than define-then-run: the graph is built as the forward code executes, "
-        "and a fresh one every iteration."
-    )
-    wrong = "PyTorch builds the computation graph once when you define the model and then reuses it for every batch."
-    assert not _flag(service, "autograd", right, "autograd.p1").flagged
-    assert _flag(service, "autograd", wrong, "autograd.p1").flagged
-
-
 def test_a_claim_that_names_calls_in_prose_is_compared_and_only_is_not_a_denial(service):
     wrong_modes = "model.eval() switches off gradient tracking, and model.train() switches it back on."
     right_modes = (
@@ -97,29 +85,48 @@ def test_a_claim_that_names_calls_in_prose_is_compared_and_only_is_not_a_denial(
     assert pit.flagged and pit.evidence in only
 
 
-def test_negations_are_read_by_the_words_they_fall_on_not_only_by_their_count(service):
-    # Two cues, an even count like a plain assertion, but "don't" falls on writing 'cuda:0'.
-    two_cues = (
-        "I don't write 'cuda:0' everywhere in the code, because then it crashes on a machine without GPU, "
-        "and when I want to use the second GPU I must change many lines."
-    )
-    hard_coded = "I just write .to('cuda:0') everywhere in the code, it's the simplest way to use the GPU."
-    assert not _flag(service, "gpu-device", two_cues, "gpu-device.p2").flagged
-    assert _flag(service, "gpu-device", hard_coded, "gpu-device.p2").flagged
-    # One cue each, as in the claim "after model.eval() you don't need torch.no_grad()", on other words.
-    still_no_grad = (
-        "For gradients you still want `torch.no_grad()` during evaluation; `eval()` doesn't disable autograd."
-    )
-    no_grad_not_needed = "After model.eval() you don't need torch.no_grad() any more, the gradients are already off."
-    assert not _flag(service, "train-vs-eval", still_no_grad, "train-vs-eval.p2").flagged
-    assert _flag(service, "train-vs-eval", no_grad_not_needed, "train-vs-eval.p2").flagged
-    # "instead of" denies what follows it without flipping the sentence.
-    two_units = (
-        "Two output units with CrossEntropyLoss work for a binary task: a softmax instead of one sigmoid output."
-    )
-    one_sigmoid = "For a binary task I put a sigmoid on one output unit and use nn.CrossEntropyLoss instead of BCELoss."
-    assert not _flag(service, "loss-functions", two_units, "loss-functions.p1").flagged
-    assert _flag(service, "loss-functions", one_sigmoid, "loss-functions.p1").flagged
+@pytest.mark.parametrize(
+    ("question_id", "pitfall_id", "denial", "assertion"),
+    [
+        # "define-by-run ... a fresh one every iteration" is the correction's wording, though MiniLM puts
+        # the sentence nearer the claim "you define the graph first ..., it's define-and-run".
+        (
+            "autograd",
+            "autograd.p1",
+            "It's define-by-run rather than define-then-run: the graph is built as the forward code executes, "
+            "and a fresh one every iteration.",
+            "PyTorch builds the computation graph once when you define the model and then reuses it for every batch.",
+        ),
+        # Two cues, an even count like a plain assertion, but "don't" falls on writing 'cuda:0'.
+        (
+            "gpu-device",
+            "gpu-device.p2",
+            "I don't write 'cuda:0' everywhere in the code, because then it crashes on a machine without GPU, "
+            "and when I want to use the second GPU I must change many lines.",
+            "I just write .to('cuda:0') everywhere in the code, it's the simplest way to use the GPU.",
+        ),
+        # One cue each, as in the claim "after model.eval() you don't need torch.no_grad()", on other words.
+        (
+            "train-vs-eval",
+            "train-vs-eval.p2",
+            "For gradients you still want `torch.no_grad()` during evaluation; `eval()` doesn't disable autograd.",
+            "After model.eval() you don't need torch.no_grad() any more, the gradients are already off.",
+        ),
+        # "instead of" denies what follows it without flipping the sentence.
+        (
+            "loss-functions",
+            "loss-functions.p1",
+            "Two output units with CrossEntropyLoss work for a binary task: a softmax instead of one sigmoid output.",
+            "For a binary task I put a sigmoid on one output unit and use nn.CrossEntropyLoss instead of BCELoss.",
+        ),
+    ],
+    ids=["correction-words", "two-cues", "cues-on-other-words", "instead-of"],
+)
+def test_a_denial_of_the_wrong_claim_is_not_flagged_and_the_claim_is(
+    service, question_id, pitfall_id, denial, assertion
+):
+    assert not _flag(service, question_id, denial, pitfall_id).flagged
+    assert _flag(service, question_id, assertion, pitfall_id).flagged
 
 
 @pytest.mark.parametrize(
