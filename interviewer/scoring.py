@@ -225,16 +225,16 @@ def _opposes(unit_vec: np.ndarray, stmt_vec: np.ndarray, neg_vec: np.ndarray, un
     return closer_to_negation and _denies(unit_text, stmt)
 
 
-def _denies(unit_text: str, claim: str) -> bool:
-    """Whether the unit's negations set it against the claim: an odd number of cues more or fewer, or a cue
-    that falls on a word the other side states outside any negation ("you still want `torch.no_grad()`;
-    `eval()` doesn't disable autograd" against "after `eval()` you don't need `torch.no_grad()`": one cue
-    each, on different words)."""
-    if negation_count(unit_text) % 2 != negation_count(claim) % 2:
+def _denies(unit_text: str, statement: str) -> bool:
+    """Whether the unit's negations set it against the statement (a covers point or a wrong claim): an odd
+    number of cues more or fewer, or a cue that falls on a word the other side states outside any negation
+    ("you still want `torch.no_grad()`; `eval()` doesn't disable autograd" against "after `eval()` you
+    don't need `torch.no_grad()`": one cue each, on different words)."""
+    if negation_count(unit_text) % 2 != negation_count(statement) % 2:
         return True
     unit_denies, unit_asserts = polarity_stems(unit_text)
-    claim_denies, claim_asserts = polarity_stems(claim)
-    return bool(unit_denies & claim_asserts or claim_denies & unit_asserts)
+    stmt_denies, stmt_asserts = polarity_stems(statement)
+    return bool(unit_denies & stmt_asserts or stmt_denies & unit_asserts)
 
 
 def _normalised_sum(vectors: np.ndarray) -> np.ndarray:

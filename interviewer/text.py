@@ -202,7 +202,7 @@ def _polarity(text: str) -> tuple[frozenset[str], frozenset[str]]:
         if tok in NEGATIONS or tok.endswith("n't"):
             left, negated = NEGATION_REACH, True
             continue
-        parts = [stem(w) for w in re.findall(r"[a-z]+", tok) if w not in _STOPWORDS and len(w) > 2]
+        parts = _stems(tok)
         (in_clause if negated else outside).update(parts)
         if left and parts:
             near.update(parts)
