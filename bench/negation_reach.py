@@ -18,7 +18,6 @@ About 20 s on this 2-core VM, in a fresh data directory (the rubric index is bui
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 import tempfile
@@ -46,20 +45,6 @@ def _use(reach: int | None) -> None:
     else:
         text.NEGATION_REACH = reach
         scoring.polarity_stems = text.polarity_stems
-
-
-def _dev_misconceptions(svc) -> tuple[int, int, int]:
-    tp = fp = fn = 0
-    for line in DEV.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        report = svc.score_answer(svc.rubric(row["question_id"]), row["answer"])
-        for p in report.pitfalls:
-            if p.kind == "misconception":
-                gold = p.index in row["pitfalls"]
-                tp, fp, fn = tp + (p.flagged and gold), fp + (p.flagged and not gold), fn + (gold and not p.flagged)
-    return tp, fp, fn
 
 
 def _phrasing_pairs(bank) -> list[tuple[str, str]]:
@@ -92,34 +77,36 @@ def _semeval_nearest(embedder) -> tuple[list[tuple[str, str]], list[bool]]:
     return pairs, [r["label"] == "contradictory" for r in rows]
 
 
-def _pr(predicted: list[bool], gold: list[bool]) -> tuple[float, float]:
-    tp = sum(p and g for p, g in zip(predicted, gold, strict=True))
-    return tp / max(sum(predicted), 1), tp / max(sum(gold), 1)
-
-
 def main() -> None:
     if not DEV.exists() or not SEMEVAL.exists():
         raise SystemExit(f"needs {DEV} and {SEMEVAL} beside the checkout")
     os.environ.setdefault("INTERVIEWER_HOME", tempfile.mkdtemp(prefix="interviewer-reach-"))
+    from interviewer.evaluation import PRF, evaluate_dev
     from interviewer.scoring import _denies
     from interviewer.service import Interviewer
 
     svc = Interviewer()
+
+    def score(question_id: str, answer: str):
+        return svc.score_answer(svc.rubric(question_id), answer)
+
     phrasings = _phrasing_pairs(svc.bank)
     semeval, contradictory = _semeval_nearest(svc.embedder)
     rows = []
     for reach in (None, *REACHES):
         _use(reach)
-        tp, fp, fn = _dev_misconceptions(svc)
+        dev = evaluate_dev(score, svc.bank, DEV)["misconception"]
         wrong_denials = sum(_denies(a, b) for a, b in phrasings)
-        precision, recall = _pr([_denies(answer, ref) for answer, ref in semeval], contradictory)
+        semeval_prf = PRF()
+        for (answer, ref), gold in zip(semeval, contradictory, strict=True):
+            semeval_prf.add(_denies(answer, ref), gold)
         name = "count of cues alone" if reach is None else f"placed, reach {reach}" + (" (the scorer)" * (reach == 2))
         rows.append(
             [
                 name,
-                f"{tp / max(tp + fp, 1):.2f} / {tp / max(tp + fn, 1):.2f} ({tp}/{fp}/{fn})",
+                f"{dev['precision']:.2f} / {dev['recall']:.2f} ({dev['tp']}/{dev['fp']}/{dev['fn']})",
                 f"{wrong_denials} of {len(phrasings)}",
-                f"{precision:.3f} / {recall:.3f}",
+                f"{semeval_prf.precision:.3f} / {semeval_prf.recall:.3f}",
             ]
         )
     _use(2)
